@@ -72,6 +72,14 @@ class KernelCompileError : public ProgramError {
   std::string source_;
 };
 
+// A kernel or orchestration failed at run time: it reported an error, threw,
+// crashed with a signal, or did not finish before the deadline. The message
+// names the program, the kernel and the task.
+class KernelRuntimeError : public ProgramError {
+ public:
+  explicit KernelRuntimeError(const std::string& message) : ProgramError(message) {}
+};
+
 // Outputs differ from golden/expected beyond rtol/atol.
 class ValidationError : public ProgramError {
  public:

@@ -1,0 +1,180 @@
+#include "artifact/distributed_compiled_program.h"
+
+#include <set>
+#include <system_error>
+
+#include "artifact/build_paths.h"
+#include "artifact/compiled_program.h"
+#include "common/error.h"
+
+namespace pypto {
+
+namespace {
+
+std::string ints_string(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Errors found by comparing host_orch.json with the other files are reported
+// on host_orch.json, whose field binds the two.
+[[noreturn]] void fail_host_orch(const fs::path& dir, const std::string& field,
+                                 const std::string& problem) {
+  throw ArtifactError(sidecar_display(dir, kHostOrchFile), field, problem, recompile_remedy(dir));
+}
+
+bool binds(ArgKind slot, HostArgKind arg) {
+  switch (arg) {
+    case HostArgKind::kHost:
+      return is_tensor_kind(slot);
+    case HostArgKind::kWindow:
+      return slot == ArgKind::kWindow;
+    case HostArgKind::kScalar:
+      return slot == ArgKind::kScalar;
+  }
+  return false;
+}
+
+// A host box must lie inside its parameter; a write slot must target a
+// parameter the host copies back (Out/InOut).
+void check_host_arg(const fs::path& dir, const std::string& field, const HostArg& arg, ArgKind slot,
+                    const std::vector<ParamInfo>& params) {
+  const ParamInfo* p = find_param(params, arg.param);
+  if (!p)
+    fail_host_orch(dir, field + ".param",
+                   "names '" + arg.param + "', which is not a parameter of " +
+                       sidecar_display(dir, kDistributedMetaFile) +
+                       " (parameters: " + param_names(params) + ")");
+  if (arg.offsets.size() != p->shape.size())
+    fail_host_orch(dir, field + ".offsets",
+                   "has " + std::to_string(arg.offsets.size()) + " dimensions but parameter '" +
+                       p->name + "' is " + p->type_string());
+  for (size_t k = 0; k < p->shape.size(); ++k) {
+    if (p->shape[k] == kDynamicExtent) continue;  // checked at run time against the tensor
+    int64_t end = 0;
+    if (__builtin_add_overflow(arg.offsets[k], arg.shape[k], &end) || end > p->shape[k])
+      fail_host_orch(dir, field + ".shape",
+                     "the box at offsets " + ints_string(arg.offsets) + " with shape " +
+                         ints_string(arg.shape) + " leaves parameter '" + p->name + "' (" +
+                         p->type_string() + ") in dimension " + std::to_string(k));
+  }
+  if ((slot == ArgKind::kOut || slot == ArgKind::kInOut) && !p->is_output())
+    fail_host_orch(dir, field + ".param",
+                   "binds an " + std::string(arg_kind_name(slot)) + " argument to '" + p->name +
+                       "', an In parameter; results written there would never reach the host");
+}
+
+void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const HostOrch& plan,
+                      const std::vector<ChipBuild>& chips) {
+  for (size_t w = 0; w < plan.windows.size(); ++w)
+    for (size_t i = 0; i < plan.windows[w].ranks.size(); ++i)
+      if (plan.windows[w].ranks[i] >= meta.world_size)
+        fail_host_orch(dir, "windows[" + std::to_string(w) + "].ranks[" + std::to_string(i) + "]",
+                       "is " + std::to_string(plan.windows[w].ranks[i]) + " but world_size is " +
+                           std::to_string(meta.world_size) + " (ranks 0.." +
+                           std::to_string(meta.world_size - 1) + ")");
+  for (size_t d = 0; d < plan.dispatches.size(); ++d) {
+    const Dispatch& dispatch = plan.dispatches[d];
+    const std::string where = "dispatches[" + std::to_string(d) + "]";
+    if (dispatch.rank >= meta.world_size)
+      fail_host_orch(dir, where + ".rank",
+                     "is " + std::to_string(dispatch.rank) + " but world_size is " +
+                         std::to_string(meta.world_size) + " (ranks 0.." +
+                         std::to_string(meta.world_size - 1) + ")");
+    const ChipBuild& chip = chips[static_cast<size_t>(dispatch.rank)];
+    const OrchestrationInfo* orch = chip.config.find_orchestration(dispatch.program);
+    if (!orch)
+      fail_host_orch(dir, where + ".program",
+                     "names '" + dispatch.program + "', which is not an orchestration of " +
+                         sidecar_display(chip.dir, kKernelConfigFile) +
+                         " (it has: " + chip.config.orchestration_names() + ")");
+    const std::string sig = signature_string(orch->signature);
+    if (dispatch.args.size() != orch->signature.size())
+      fail_host_orch(dir, where + ".args",
+                     "has " + std::to_string(dispatch.args.size()) + " arguments but '" +
+                         orch->name + "' in " + sidecar_display(chip.dir, kKernelConfigFile) +
+                         " has the signature " + sig + " (" +
+                         std::to_string(orch->signature.size()) + " arguments)");
+    for (size_t a = 0; a < dispatch.args.size(); ++a) {
+      const HostArg& arg = dispatch.args[a];
+      const ArgKind slot = orch->signature[a];
+      const std::string field = where + ".args[" + std::to_string(a) + "]";
+      if (!binds(slot, arg.kind))
+        fail_host_orch(dir, field + ".kind",
+                       "is " + std::string(host_arg_kind_name(arg.kind)) + " but argument " +
+                           std::to_string(a) + " of '" + orch->name + "' " + sig + " is " +
+                           arg_kind_name(slot) + " (In/Out/InOut bind host, Window binds " +
+                           "window, Scalar binds scalar)");
+      if (arg.kind == HostArgKind::kHost) check_host_arg(dir, field, arg, slot, meta.params);
+    }
+  }
+}
+
+}  // namespace
+
+void check_device_ids_override(const std::vector<int64_t>& device_ids, int64_t world_size) {
+  if (static_cast<int64_t>(device_ids.size()) != world_size)
+    throw UsageError("--device-ids gives " + std::to_string(device_ids.size()) +
+                     " device ids but the build's world_size is " + std::to_string(world_size) +
+                     "; give one distinct id >= 0 per rank");
+  std::set<int64_t> seen;
+  for (int64_t id : device_ids) {
+    if (id < 0)
+      throw UsageError("--device-ids contains " + std::to_string(id) + "; device ids are >= 0");
+    if (!seen.insert(id).second)
+      throw UsageError("--device-ids lists device " + std::to_string(id) +
+                       " twice; every rank needs its own device");
+  }
+}
+
+DistributedCompiledProgram DistributedCompiledProgram::from_dir(
+    const fs::path& dir, const DistributedOverrides& overrides) {
+  BuildKind kind = detect_build_kind(dir);
+  if (kind != BuildKind::kL3)
+    throw InfraError(dir.generic_string() + " is an L2 (single-chip) build directory (" +
+                     std::string(kCompiledMetaFile) + ", " + std::string(kKernelConfigFile) +
+                     "), not an L3 one; load it with CompiledProgram::from_dir — " +
+                     "pypto-coord run/replay/exec detect the kind themselves");
+  DistributedCompiledProgram p;
+  p.dir_ = dir;
+  p.meta_ = DistributedMeta::load(dir);
+  p.host_orch_ = HostOrch::load(dir);
+  // Every rank's sub-build must be there; a missing one is reported as its
+  // missing kernel_config.json.
+  for (int64_t r = 0; r < p.meta_.world_size; ++r) {
+    fs::path sub = next_level_dir(dir, r);
+    std::error_code ec;
+    if (!fs::exists(sub / fs::path(kKernelConfigFile), ec))
+      throw ArtifactError(sidecar_display(sub, kKernelConfigFile), "",
+                          "is missing; world_size is " + std::to_string(p.meta_.world_size) +
+                              ", so every rank 0.." + std::to_string(p.meta_.world_size - 1) +
+                              " needs its sub-build in next_levels/<r>/",
+                          recompile_remedy(dir));
+    p.chips_.push_back(ChipBuild{sub, KernelConfig::load(sub)});
+  }
+  check_dispatches(dir, p.meta_, p.host_orch_, p.chips_);
+  p.golden_ = GoldenSpec::load_if_present(dir, p.meta_.params);
+
+  if (overrides.platform) {
+    check_platform_override(*overrides.platform, p.meta_.arch);
+    p.platform_ = *overrides.platform;
+  } else {
+    p.platform_ = p.meta_.platform;
+  }
+  if (overrides.device_ids) {
+    check_device_ids_override(*overrides.device_ids, p.meta_.world_size);
+    p.device_ids_ = *overrides.device_ids;
+  } else {
+    p.device_ids_ = p.meta_.distributed_config.device_ids;
+  }
+  return p;
+}
+
+std::vector<const Dispatch*> DistributedCompiledProgram::dispatches_of(int64_t rank) const {
+  std::vector<const Dispatch*> out;
+  for (size_t i : host_orch_.dispatches_of(rank)) out.push_back(&host_orch_.dispatches[i]);
+  return out;
+}
+
+}  // namespace pypto

@@ -1,0 +1,126 @@
+// Helpers for the artifact tests: scratch copies of the fixture build
+// directories, JSON edits in place and checks that a load fails with an
+// ArtifactError naming the expected file and field.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+
+#include "common/error.h"
+#include "common/json_reader.h"
+
+namespace pypto::testing {
+
+namespace fs = std::filesystem;
+
+inline fs::path fixtures_root() { return fs::path(PYPTO_SOURCE_DIR) / "tests" / "fixtures"; }
+inline fs::path l2_fixture() { return fixtures_root() / "l2" / "vector_add"; }
+inline fs::path l3_fixture() { return fixtures_root() / "l3" / "allreduce_w8"; }
+
+// A fresh directory under the system temp dir, removed with the object.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    static std::atomic<int> counter{0};
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = "pypto_artifact_test_" + std::to_string(::getpid()) + "_" +
+                       std::to_string(counter++) + "_" + (info ? info->name() : "x");
+    path_ = fs::temp_directory_path() / name;
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  // Copies `fixture` to <scratch>/<leaf> (symbolic links kept) and returns that path.
+  fs::path copy_of(const fs::path& fixture, const std::string& leaf = "build") const {
+    fs::path dest = path_ / leaf;
+    fs::copy(fixture, dest, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    return dest;
+  }
+
+ private:
+  fs::path path_;
+};
+
+inline std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void spit(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+inline Json read_json(const fs::path& path) { return Json::parse(slurp(path)); }
+
+// Rewrites a JSON file after `edit` changed its document.
+inline void edit_json(const fs::path& path, const std::function<void(Json&)>& edit) {
+  Json doc = read_json(path);
+  edit(doc);
+  spit(path, doc.dump(2) + "\n");
+}
+
+// Runs `load` and checks it throws an ArtifactError whose file ends with
+// `file`, whose field is `field`, and whose message names both plus the remedy.
+inline ::testing::AssertionResult FailsWithArtifactError(const std::function<void()>& load,
+                                                         const std::string& file,
+                                                         const std::string& field) {
+  try {
+    load();
+  } catch (const ArtifactError& e) {
+    std::string msg = e.what();
+    auto ends_with = [](const std::string& s, const std::string& suffix) {
+      return s.size() >= suffix.size() &&
+             s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (!ends_with(e.file(), file))
+      return ::testing::AssertionFailure()
+             << "file is '" << e.file() << "', expected '" << file << "'; message: " << msg;
+    if (e.field() != field)
+      return ::testing::AssertionFailure()
+             << "field is '" << e.field() << "', expected '" << field << "'; message: " << msg;
+    if (msg.find(file) == std::string::npos || msg.find(field) == std::string::npos)
+      return ::testing::AssertionFailure() << "message lacks file or field: " << msg;
+    if (msg.find("pypto-compile") == std::string::npos ||
+        msg.find("version control") == std::string::npos)
+      return ::testing::AssertionFailure() << "message lacks the remedy: " << msg;
+    return ::testing::AssertionSuccess() << msg;
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "threw another error: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "did not throw";
+}
+
+// The message of the exception of type E that `f` throws ("" when none).
+template <typename E>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace pypto::testing

@@ -1,0 +1,79 @@
+// orchestration/host_orch.json: an L3 build's window buffers and dispatch
+// plan (docs/build-directory.md). load() checks everything the file alone
+// decides; DistributedCompiledProgram::from_dir checks it against
+// distributed_meta.json (ranks < world_size, host parameters and their boxes)
+// and against next_levels/<r>/kernel_config.json (program, signature).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/json_reader.h"
+
+namespace pypto {
+
+namespace fs = std::filesystem;
+
+// A symmetric buffer of `bytes` on each member rank.
+struct WindowInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;  // static extents >= 1
+  int64_t bytes = 0;           // product(shape) * dtype_size(dtype)
+  std::vector<int64_t> ranks;  // distinct, non-empty
+  bool has_rank(int64_t rank) const;
+  bool operator==(const WindowInfo&) const = default;
+};
+
+enum class HostArgKind { kHost, kWindow, kScalar };
+// "host", "window", "scalar".
+const char* host_arg_kind_name(HostArgKind kind);
+
+// One argument of a dispatch; which fields are meaningful depends on `kind`.
+struct HostArg {
+  HostArgKind kind = HostArgKind::kHost;
+  // kHost: a box of host parameter `param`.
+  std::string param;
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> shape;
+  // kWindow: the window's name.
+  std::string window;
+  // kScalar.
+  int64_t value = 0;
+
+  static HostArg host(std::string param, std::vector<int64_t> offsets, std::vector<int64_t> shape);
+  static HostArg window_arg(std::string window);
+  static HostArg scalar(int64_t value);
+  bool operator==(const HostArg&) const = default;
+};
+
+struct Dispatch {
+  int64_t rank = 0;
+  std::string program;  // an orchestration of next_levels/<rank>/kernel_config.json
+  std::vector<HostArg> args;
+  bool operator==(const Dispatch&) const = default;
+};
+
+struct HostOrch {
+  std::vector<WindowInfo> windows;
+  std::vector<Dispatch> dispatches;  // in order per rank, concurrent across ranks
+
+  // Reads and validates <dir>/orchestration/host_orch.json; throws ArtifactError.
+  static HostOrch load(const fs::path& dir);
+  static HostOrch from_json(JsonObject& root);
+  Json to_json() const;
+  // Writes <dir>/orchestration/host_orch.json atomically.
+  void write(const fs::path& dir) const;
+
+  const WindowInfo* find_window(std::string_view name) const;
+  // Indices into `dispatches` of rank `rank`'s dispatches, in execution order.
+  std::vector<size_t> dispatches_of(int64_t rank) const;
+
+  bool operator==(const HostOrch&) const = default;
+};
+
+}  // namespace pypto

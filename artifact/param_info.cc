@@ -1,0 +1,125 @@
+#include "artifact/param_info.h"
+
+#include <map>
+
+namespace pypto {
+
+namespace {
+bool is_identifier(std::string_view name) {
+  if (name.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  for (char c : name)
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+}  // namespace
+
+const char* direction_name(Direction direction) {
+  switch (direction) {
+    case Direction::kIn:
+      return "In";
+    case Direction::kOut:
+      return "Out";
+    case Direction::kInOut:
+      return "InOut";
+  }
+  return "?";
+}
+
+std::optional<Direction> parse_direction(std::string_view name) {
+  if (name == "In") return Direction::kIn;
+  if (name == "Out") return Direction::kOut;
+  if (name == "InOut") return Direction::kInOut;
+  return std::nullopt;
+}
+
+ParamInfo ParamInfo::from_json(JsonObject& obj) {
+  ParamInfo p;
+  p.name = obj.string("name");
+  if (p.name.empty()) obj.fail("name", "is empty");
+  if (!is_identifier(p.name))
+    obj.fail("name", "'" + p.name + "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*); it names " +
+                         "the parameter's golden/*.npy files");
+  std::string direction = obj.string("direction");
+  auto d = parse_direction(direction);
+  if (!d)
+    obj.fail("direction", "'" + direction + "' is not a direction; expected In, Out or InOut");
+  p.direction = *d;
+  p.shape = obj.integers("shape");
+  for (size_t i = 0; i < p.shape.size(); ++i)
+    if (p.shape[i] < 0 && p.shape[i] != kDynamicExtent)
+      obj.fail("shape", "extent " + std::to_string(i) + " is " + std::to_string(p.shape[i]) +
+                            "; extents are >= 0, or -1 for a dynamic one");
+  std::string dtype = obj.string("dtype");
+  auto t = parse_dtype(dtype);
+  if (!t) obj.fail("dtype", "'" + dtype + "' is not a dtype; expected one of " + dtype_names());
+  p.dtype = *t;
+  obj.reject_unknown_keys();
+  return p;
+}
+
+Json ParamInfo::to_json() const {
+  return Json{{"name", name},
+              {"direction", direction_name(direction)},
+              {"shape", shape},
+              {"dtype", dtype_name(dtype)}};
+}
+
+bool ParamInfo::has_dynamic_shape() const {
+  for (int64_t e : shape)
+    if (e == kDynamicExtent) return true;
+  return false;
+}
+
+std::optional<int64_t> ParamInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t e : shape) {
+    if (e == kDynamicExtent) return std::nullopt;
+    n *= e;
+  }
+  return n;
+}
+
+std::string ParamInfo::type_string() const {
+  std::string s = std::string(dtype_name(dtype)) + "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += shape[i] == kDynamicExtent ? std::string("?") : std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+std::vector<ParamInfo> parse_params(JsonObject& obj, const std::string& key) {
+  std::vector<ParamInfo> params;
+  std::map<std::string, std::string> seen;  // name -> field path of its first use
+  for (JsonObject& entry : obj.objects(key)) {
+    ParamInfo p = ParamInfo::from_json(entry);
+    auto [it, inserted] = seen.emplace(p.name, entry.field_path(""));
+    if (!inserted)
+      entry.fail("name", "'" + p.name + "' is already used by " + it->second +
+                             "; parameter names must be unique");
+    params.push_back(std::move(p));
+  }
+  return params;
+}
+
+Json params_to_json(const std::vector<ParamInfo>& params) {
+  Json list = Json::array();
+  for (const auto& p : params) list.push_back(p.to_json());
+  return list;
+}
+
+const ParamInfo* find_param(const std::vector<ParamInfo>& params, std::string_view name) {
+  for (const auto& p : params)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string param_names(const std::vector<ParamInfo>& params) {
+  std::string s;
+  for (const auto& p : params) s += (s.empty() ? "" : ", ") + p.name;
+  return s.empty() ? std::string("none") : s;
+}
+
+}  // namespace pypto

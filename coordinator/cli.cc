@@ -1,0 +1,58 @@
+#include "coordinator/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "coordinator/inspect_command.h"
+
+namespace pypto::coord {
+
+namespace {
+
+struct GlobalOptions {
+  std::optional<std::string> log_level;
+};
+
+void add_log_level(CLI::App& cmd, GlobalOptions& global) {
+  cmd.add_option("--log-level", global.log_level,
+                 "debug, info, timing, warn, error or null (default: $PYPTO_RUNTIME_LOG, else "
+                 "info)");
+}
+
+}  // namespace
+
+int pypto_coord_main(int argc, char** argv) {
+  CLI::App app{"pypto-coord: load a PyPTO build directory and drive it"};
+  app.require_subcommand(1);
+  GlobalOptions global;
+
+  InspectArgs inspect;
+  CLI::App* inspect_cmd = app.add_subcommand(
+      "inspect", "Describe a build directory: kind, platform, ranks, programs, kernels, cache");
+  inspect_cmd->add_option("dir", inspect.dir, "build directory")->required();
+  inspect_cmd->add_flag("--json", inspect.json, "print the description as JSON");
+  add_log_level(*inspect_cmd, global);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);  // prints help or the parse error
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+  }
+
+  try {
+    log::init(global.log_level);
+    if (*inspect_cmd) return run_inspect(inspect, std::cout);
+  } catch (const std::exception& e) {
+    std::cerr << "pypto-coord: error: " << e.what() << "\n";
+    return static_cast<int>(exit_code_of(e));
+  }
+  return static_cast<int>(ExitCode::kUsage);
+}
+
+}  // namespace pypto::coord

@@ -1,0 +1,3 @@
+#include "coordinator/cli.h"
+
+int main(int argc, char** argv) { return pypto::coord::pypto_coord_main(argc, argv); }
