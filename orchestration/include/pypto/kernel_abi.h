@@ -60,6 +60,48 @@ typedef struct pypto_window {
 
 struct pypto_kernel_ctx;
 
+/* ---- communication (L3): window buffers across ranks ----
+ * Offsets and cells count BYTES from the start of a rank's copy of the window.
+ * Every call returns 0 on success; on failure the runtime has already
+ * recorded why (bad window, peer or range; wait deadline; an L2 run, which has
+ * no windows) and the kernel should return. */
+typedef enum pypto_store_op { PYPTO_STORE_SET = 0, PYPTO_STORE_ADD = 1 } pypto_store_op;
+typedef enum pypto_cmp {
+  PYPTO_CMP_EQ = 0,
+  PYPTO_CMP_NE = 1,
+  PYPTO_CMP_GT = 2,
+  PYPTO_CMP_GE = 3,
+  PYPTO_CMP_LT = 4,
+  PYPTO_CMP_LE = 5
+} pypto_cmp;
+
+typedef struct pypto_comm_api {
+  /* Copies `bytes` from peer `rank`'s copy of window `window` at `offset` into `dst`. */
+  int (*remote_load)(const struct pypto_kernel_ctx* ctx, int32_t window, int32_t rank,
+                     uint64_t offset, void* dst, uint64_t bytes);
+  /* Stores `count` elements of `dtype` into the peer's copy: plain (SET) or atomic add (ADD). */
+  int (*remote_store)(const struct pypto_kernel_ctx* ctx, int32_t window, int32_t rank,
+                      uint64_t offset, const void* src, uint64_t count, int32_t dtype,
+                      int32_t op);
+  /* Bulk copies; complete when the call returns. */
+  int (*put)(const struct pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
+             const void* src, uint64_t bytes);
+  int (*get)(const struct pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
+             void* dst, uint64_t bytes);
+  /* Sets or atomically adds `value` to the int32 signal cell at `offset` of the peer's copy. */
+  int (*notify)(const struct pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
+                int32_t value, int32_t op);
+  /* Waits until this rank's int32 cell at `offset` compares `cmp` to `expected`; backs
+   * off (spin, then yield and sleep) and fails after the wait deadline. */
+  int (*wait)(const struct pypto_kernel_ctx* ctx, int32_t window, uint64_t offset, int32_t cmp,
+              int32_t expected);
+  /* All ranks of the run meet here. */
+  int (*barrier)(const struct pypto_kernel_ctx* ctx);
+  /* A pointer to the peer's copy when it is directly addressable (shared-memory
+   * windows), else NULL: then use remote_load/remote_store/put/get. */
+  void* (*peer_pointer)(const struct pypto_kernel_ctx* ctx, int32_t window, int32_t rank);
+} pypto_comm_api;
+
 /* DFX and error hooks the runtime provides to every kernel. */
 typedef struct pypto_kernel_hooks {
   /* Fails the task with `message`; the kernel should return right after. */
@@ -78,6 +120,8 @@ typedef struct pypto_kernel_ctx {
   const pypto_window* windows;
   const pypto_kernel_hooks* hooks;
   void* runtime; /* opaque, for the hooks */
+  const pypto_comm_api* comm; /* never NULL; on L2 every call fails (no windows) */
+  void* comm_state;           /* opaque, for the comm calls */
 } pypto_kernel_ctx;
 
 /* What a kernel entry receives: tensors first, then scalars, then the context. */

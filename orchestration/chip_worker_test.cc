@@ -1,0 +1,82 @@
+// ChipWorker on the hand-written L2 fixture: assemble, load, run, compare.
+#include "orchestration/chip_worker.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "artifact/golden_spec.h"
+#include "common/error.h"
+#include "common/npy.h"
+
+namespace pypto {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fixture_copy(const std::string& rel, const std::string& name) {
+  fs::path dst = fs::path(::testing::TempDir()) / ("chip_worker_" + name);
+  fs::remove_all(dst);
+  fs::copy(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures" / rel, dst, fs::copy_options::recursive);
+  return dst;
+}
+
+std::vector<Tensor> golden_args(const CompiledProgram& program) {
+  std::vector<Tensor> args;
+  for (const auto& p : program.params()) {
+    if (p.is_input())
+      args.push_back(read_npy(program.dir() / "golden/inputs" / (p.name + ".npy")));
+    else
+      args.push_back(Tensor::empty(p.dtype, p.shape));
+  }
+  return args;
+}
+
+TEST(ChipWorkerTest, RunsVectorAddAndMatchesGolden) {
+  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "vadd"));
+  auto args = golden_args(program);
+  ChipWorker worker;
+  auto result = worker.run(program, args);
+  EXPECT_EQ(result.record.num_tasks, 4);
+  Tensor expected = read_npy(program.dir() / "golden/expected/c.npy");
+  for (int i = 0; i < 1024; ++i)
+    ASSERT_EQ(args[2].data_as<float>()[i], expected.data_as<float>()[i]) << "index " << i;
+  // A second run reuses the loaded binaries.
+  auto again = worker.run(program, args);
+  EXPECT_EQ(again.record.num_tasks, 4);
+}
+
+TEST(ChipWorkerTest, CallingTheProgramForwardsToAWorker) {
+  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "call"));
+  auto args = golden_args(program);
+  program(args);
+  EXPECT_EQ(args[2].data_as<float>()[10], 10 * 0.5f + (1000 - 10));
+}
+
+TEST(ChipWorkerTest, ConfigDecidesThePlatform) {
+  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "onboard"));
+  auto args = golden_args(program);
+  // PyPTO's precedence: a passed config carries the platform; onboard cannot run here.
+  try {
+    program(args, RunConfig::from_platform("a2a3"));
+    FAIL() << "expected InfraError";
+  } catch (const InfraError& e) {
+    EXPECT_NE(std::string(e.what()).find("a2a3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChipWorkerTest, WrongArgumentsAreUsageErrors) {
+  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "args"));
+  std::vector<Tensor> args{Tensor::empty(DType::kF32, {1024}), Tensor::empty(DType::kF32, {1024}),
+                           Tensor::empty(DType::kI32, {1024})};
+  ChipWorker worker;
+  try {
+    worker.run(program, args);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("argument 'c' must be"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace pypto
