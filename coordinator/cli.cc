@@ -8,7 +8,10 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "coordinator/exec_command.h"
 #include "coordinator/inspect_command.h"
+#include "coordinator/replay_command.h"
+#include "coordinator/run_command.h"
 
 namespace pypto::coord {
 
@@ -38,6 +41,24 @@ int pypto_coord_main(int argc, char** argv) {
   inspect_cmd->add_flag("--json", inspect.json, "print the description as JSON");
   add_log_level(*inspect_cmd, global);
 
+  RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Run a build directory once: golden or --input data in, outputs to <dir>/outputs/");
+  add_run_args(*run_cmd, run);
+  add_log_level(*run_cmd, global);
+
+  ReplayArgs replay;
+  CLI::App* replay_cmd = app.add_subcommand(
+      "replay", "Re-run a build after hand edits: splice .pto, invalidate the cache, run");
+  add_replay_args(*replay_cmd, replay);
+  add_log_level(*replay_cmd, global);
+
+  ExecArgs exec;
+  CLI::App* exec_cmd = app.add_subcommand(
+      "exec", "CI entry: run and validate, print PYPTO_EXEC_RESULT=PASS|FAIL|INFRA");
+  add_exec_args(*exec_cmd, exec);
+  add_log_level(*exec_cmd, global);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -48,6 +69,9 @@ int pypto_coord_main(int argc, char** argv) {
   try {
     log::init(global.log_level);
     if (*inspect_cmd) return run_inspect(inspect, std::cout);
+    if (*run_cmd) return run_run(run, std::cout);
+    if (*replay_cmd) return run_replay(replay, std::cout);
+    if (*exec_cmd) return run_exec(exec, global.log_level, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "pypto-coord: error: " << e.what() << "\n";
     return static_cast<int>(exit_code_of(e));

@@ -1,0 +1,179 @@
+#include "coordinator/exec_command.h"
+
+#include <sstream>
+#include <string_view>
+
+#include "common/error.h"
+#include "common/subprocess.h"
+#include "coordinator/exec_manifest.h"
+#include "coordinator/l2_run.h"
+
+namespace pypto::coord {
+
+namespace {
+
+constexpr std::string_view kMarkerPrefix = "PYPTO_EXEC_RESULT=";
+// A batch child gets the dispatch deadline plus this much for assembling its
+// kernels before it is killed; the dispatch deadline itself is the child's.
+constexpr auto kChildSetupAllowance = std::chrono::minutes(10);
+constexpr auto kDefaultDispatchTimeout = std::chrono::minutes(10);
+
+ExecStatus status_of(const std::exception& e) {
+  return exit_code_of(e) == ExitCode::kFail ? ExecStatus::kFail : ExecStatus::kInfra;
+}
+
+int exit_code_for(const std::vector<ExecStatus>& statuses) {
+  bool infra = false;
+  for (ExecStatus s : statuses) {
+    if (s == ExecStatus::kFail) return static_cast<int>(ExitCode::kFail);
+    if (s == ExecStatus::kInfra) infra = true;
+  }
+  return static_cast<int>(infra ? ExitCode::kInfra : ExitCode::kOk);
+}
+
+// Runs and validates one directory in this process; diagnostics to `err`.
+ExecStatus exec_in_process(const std::string& dir, const DispatchFlags& flags,
+                           const DispatchSettings& settings, std::ostream& err) {
+  try {
+    const CompiledProgram program = load_l2_program(dir, flags.platform, "exec");
+    if (!program.golden())
+      throw InfraError("exec validates against golden/, and " + dir +
+                       " has no golden/; use `pypto-coord run " + dir +
+                       " --input NAME=FILE.npy` to run it without validation");
+    L2RunRequest request;
+    request.validate = true;
+    run_l2_program(program, request, settings, err);
+    return ExecStatus::kPass;
+  } catch (const std::exception& e) {
+    err << "pypto-coord: error: " << e.what() << std::endl;
+    return status_of(e);
+  }
+}
+
+std::optional<ExecStatus> parse_marker(std::string_view line) {
+  if (line.substr(0, kMarkerPrefix.size()) != kMarkerPrefix) return std::nullopt;
+  std::string_view word = line.substr(kMarkerPrefix.size());
+  word = word.substr(0, word.find(' '));
+  if (word == "PASS") return ExecStatus::kPass;
+  if (word == "FAIL") return ExecStatus::kFail;
+  return ExecStatus::kInfra;
+}
+
+// Runs one manifest entry as a child `pypto-coord exec <dir>`, forwarding its
+// diagnostics (prefixed with the work_dir) and reading back its marker.
+ExecStatus exec_in_child(const ManifestEntry& entry, const ExecArgs& args,
+                         const std::optional<std::string>& log_level,
+                         const std::optional<std::chrono::milliseconds>& timeout,
+                         std::ostream& err) {
+  const std::string prefix = "[" + entry.work_dir + "] ";
+  std::optional<std::string> platform = entry.platform ? entry.platform : args.dispatch.platform;
+  try {
+    if (platform) parse_platform(*platform);
+  } catch (const std::exception& e) {
+    err << prefix << "pypto-coord: error: " << e.what() << std::endl;
+    return ExecStatus::kInfra;
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    err << prefix << "pypto-coord: error: cannot find its own executable (/proc/self/exe: "
+        << ec.message() << ")" << std::endl;
+    return ExecStatus::kInfra;
+  }
+  std::vector<std::string> argv{self.string(), "exec", fs::absolute(entry.path).string()};
+  if (platform) argv.insert(argv.end(), {"--platform", *platform});
+  for (std::string& a : dispatch_flags_argv(args.dispatch)) argv.push_back(std::move(a));
+  if (log_level) argv.insert(argv.end(), {"--log-level", *log_level});
+
+  SubprocessOptions options;
+  options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      timeout.value_or(kDefaultDispatchTimeout) + kChildSetupAllowance);
+  SubprocessResult result;
+  try {
+    result = run_subprocess(argv, options);
+  } catch (const std::exception& e) {
+    err << prefix << "pypto-coord: error: " << e.what() << std::endl;
+    return ExecStatus::kInfra;
+  }
+
+  std::optional<ExecStatus> status;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (auto s = parse_marker(line)) {
+      status = s;
+      continue;
+    }
+    err << prefix << line << "\n";
+  }
+  err.flush();
+  if (status) return *status;
+  // No marker: the child died before it could report.
+  err << prefix << "pypto-coord: error: `" << format_command(argv) << "` "
+      << result.describe() << " without a PYPTO_EXEC_RESULT line" << std::endl;
+  // A signal here is the program's doing (a kernel that aborts or exits the
+  // process); a timeout or a silent exit means the run never got going.
+  return result.term_signal != 0 && !result.timed_out ? ExecStatus::kFail : ExecStatus::kInfra;
+}
+
+int exec_manifest(const ExecArgs& args, const DispatchSettings& settings,
+                  const std::optional<std::string>& log_level, std::ostream& out,
+                  std::ostream& err) {
+  std::vector<ManifestEntry> entries;
+  try {
+    entries = read_exec_manifest(*args.manifest);
+  } catch (const std::exception& e) {
+    // PyPTO's batch-level failure: one INFRA marker without a work_dir.
+    err << "pypto-coord: error: " << e.what() << std::endl;
+    out << kMarkerPrefix << "INFRA" << std::endl;
+    return static_cast<int>(ExitCode::kInfra);
+  }
+  if (entries.empty())
+    err << "pypto-coord: warning: " << *args.manifest << " lists no work_dir; nothing to run"
+        << std::endl;
+  std::vector<ExecStatus> statuses;
+  for (const ManifestEntry& entry : entries) {
+    const ExecStatus status = exec_in_child(entry, args, log_level, settings.timeout, err);
+    statuses.push_back(status);
+    out << kMarkerPrefix << exec_status_name(status) << " work_dir=" << entry.work_dir;
+    if (status == ExecStatus::kPass) out << " device=" << settings.config.device_id;
+    out << std::endl;
+  }
+  return exit_code_for(statuses);
+}
+
+}  // namespace
+
+const char* exec_status_name(ExecStatus status) {
+  switch (status) {
+    case ExecStatus::kPass: return "PASS";
+    case ExecStatus::kFail: return "FAIL";
+    case ExecStatus::kInfra: return "INFRA";
+  }
+  return "INFRA";
+}
+
+void add_exec_args(CLI::App& cmd, ExecArgs& args) {
+  auto* dir = cmd.add_option("dir", args.dir, "build directory to run and validate");
+  auto* manifest = cmd.add_option("--manifest", args.manifest,
+                                  "JSON list of {\"work_dir\", \"platform\"} to run in turn");
+  dir->excludes(manifest);
+  manifest->excludes(dir);
+  add_dispatch_flags(cmd, args.dispatch);
+}
+
+int run_exec(const ExecArgs& args, const std::optional<std::string>& log_level, std::ostream& out,
+             std::ostream& err) {
+  if (!args.dir && !args.manifest)
+    throw UsageError("exec needs a build directory or --manifest FILE.json");
+  // Flag errors are usage errors (exit 2) before any marker: nothing ran.
+  const DispatchSettings settings = resolve_dispatch_flags(args.dispatch);
+  if (args.manifest) return exec_manifest(args, settings, log_level, out, err);
+
+  const ExecStatus status = exec_in_process(*args.dir, args.dispatch, settings, err);
+  out << kMarkerPrefix << exec_status_name(status);
+  if (status == ExecStatus::kPass) out << " device=" << settings.config.device_id;
+  out << std::endl;
+  return exit_code_for({status});
+}
+
+}  // namespace pypto::coord

@@ -1,0 +1,65 @@
+#include "coordinator/replay_command.h"
+
+#include "artifact/binary_cache.h"
+#include "artifact/splice.h"
+#include "common/error.h"
+
+namespace pypto::coord {
+
+namespace {
+
+void print_splice(const SpliceReport& report, std::ostream& out) {
+  if (report.disabled) {
+    out << "splice: off (PYPTO_REBUILD_FROM_PTO)\n";
+    return;
+  }
+  for (const std::string& unit : report.spliced)
+    out << "splice: re-ran pypto-ptoas on " << unit << "\n";
+  for (const std::string& kernel : report.updated_kernels)
+    out << "splice: rewrote the generated body of " << kernel << "\n";
+  for (const SkippedUnit& s : report.skipped)
+    if (s.reason != "up to date") out << "splice: skipped " << s.unit << " (" << s.reason << ")\n";
+  if (report.tool_missing)
+    out << "splice: pypto-ptoas not found; edits of stale .pto files are NOT applied (set "
+           "PTOAS_ROOT to the directory holding pypto-ptoas)\n";
+  if (report.spliced.empty() && !report.tool_missing)
+    out << "splice: every ptoas/*.pto is older than its ptoas/*.cpp; nothing to splice\n";
+}
+
+}  // namespace
+
+void add_replay_args(CLI::App& cmd, ReplayArgs& args) {
+  add_run_args(cmd, args.run);
+  cmd.add_flag("--no-rebuild-from-pto", args.no_rebuild_from_pto,
+               "do not re-run pypto-ptoas on edited ptoas/*.pto files (also "
+               "PYPTO_REBUILD_FROM_PTO=0)");
+  cmd.add_flag("--no-recompile", args.no_recompile,
+               "keep the cached binaries instead of invalidating them; a source whose content "
+               "changed is still rebuilt (content-hash key)");
+}
+
+int run_replay(const ReplayArgs& args, std::ostream& out) {
+  const L2RunRequest request = make_run_request(args.run);
+  const DispatchSettings settings = resolve_dispatch_flags(args.run.dispatch);
+  // Loading first: a broken sidecar, an L3 build or an onboard platform fails
+  // before any kernel source is rewritten.
+  const CompiledProgram program =
+      load_l2_program(args.run.dir, args.run.dispatch.platform, "replay");
+
+  if (args.no_rebuild_from_pto)
+    out << "splice: off (--no-rebuild-from-pto)\n";
+  else
+    print_splice(rebuild_kernel_cpp_from_pto(program.dir()), out);
+
+  if (args.no_recompile) {
+    out << "cache: kept (--no-recompile); sources whose content changed are still rebuilt\n";
+  } else {
+    const size_t removed = invalidate_binary_cache(program.dir());
+    out << "cache: invalidated " << removed << " cached binar" << (removed == 1 ? "y" : "ies")
+        << "; every source is compiled again\n";
+  }
+  run_l2_program(program, request, settings, out);
+  return 0;
+}
+
+}  // namespace pypto::coord

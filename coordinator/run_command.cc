@@ -1,0 +1,39 @@
+#include "coordinator/run_command.h"
+
+#include "common/error.h"
+
+namespace pypto::coord {
+
+void add_run_args(CLI::App& cmd, RunArgs& args) {
+  cmd.add_option("dir", args.dir, "build directory")->required();
+  cmd.add_option("--input", args.inputs,
+                 "NAME=FILE.npy: data of In/InOut parameter NAME instead of "
+                 "golden/inputs/NAME.npy (repeatable)");
+  cmd.add_option("--output-dir", args.output_dir,
+                 "write the outputs to DIR/<name>.npy instead of <dir>/outputs/");
+  cmd.add_flag("--validate", args.validate,
+               "compare the outputs with golden/expected using golden.json's rtol/atol; a "
+               "mismatch exits 1");
+  add_dispatch_flags(cmd, args.dispatch);
+}
+
+L2RunRequest make_run_request(const RunArgs& args) {
+  L2RunRequest request;
+  for (const std::string& text : args.inputs) request.inputs.push_back(parse_input_override(text));
+  if (args.output_dir) {
+    if (args.output_dir->empty()) throw UsageError("--output-dir: the directory name is empty");
+    request.output_dir = fs::path(*args.output_dir);
+  }
+  request.validate = args.validate;
+  return request;
+}
+
+int run_run(const RunArgs& args, std::ostream& out) {
+  const L2RunRequest request = make_run_request(args);
+  const DispatchSettings settings = resolve_dispatch_flags(args.dispatch);
+  const CompiledProgram program = load_l2_program(args.dir, args.dispatch.platform, "run");
+  run_l2_program(program, request, settings, out);
+  return 0;
+}
+
+}  // namespace pypto::coord
