@@ -144,6 +144,7 @@ class ChipRuntime {
   std::condition_variable ring_cv_;
   int64_t completed_ = 0;
   int64_t submitted_ = 0;
+  int ring_waiters_ = 0;  // threads waiting on ring_cv_; guarded by ring_mu_
 
   // State of the dispatch in progress (orchestrator thread unless noted).
   const OrchestrationCall* call_ = nullptr;

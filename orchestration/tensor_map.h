@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
 #include <functional>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -50,9 +52,16 @@ class TensorMap {
     Region region;
     bool writes;
   };
+  // Accesses of one base tensor, indexed by the start of their byte interval
+  // in size classes (class c: hi - lo <= 2^c), so that finding the accesses
+  // overlapping [lo, hi) visits only those starting in (lo - 2^c, hi) per
+  // non-empty class: O(classes * log n + overlaps), not O(accesses in flight).
   struct Entry {
-    int32_t tensor_id;
-    std::vector<Access> accesses;
+    int32_t tensor_id = 0;
+    std::array<std::multimap<int64_t, Access>, 64> by_class;
+    uint64_t used_classes = 0;  // bit c: by_class[c] may be non-empty
+    size_t size = 0;
+    size_t sweep_at = 1024;  // drop finished accesses when size reaches this
   };
   bool keep_completed_;
   int32_t next_tensor_id_ = 0;
