@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/fixture_copy.h"
 #include "common/error.h"
 #include "common/json_reader.h"
 
@@ -48,7 +49,7 @@ class ScratchDir {
   // Copies `fixture` to <scratch>/<leaf> (symbolic links kept) and returns that path.
   fs::path copy_of(const fs::path& fixture, const std::string& leaf = "build") const {
     fs::path dest = path_ / leaf;
-    fs::copy(fixture, dest, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    testing_support::copy_fixture_sources(fixture, dest);
     return dest;
   }
 

@@ -1,4 +1,5 @@
 // ChipWorker on the hand-written L2 fixture: assemble, load, run, compare.
+#include "tests/fixture_copy.h"
 #include "orchestration/chip_worker.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 fs::path fixture_copy(const std::string& rel, const std::string& name) {
   fs::path dst = fs::path(::testing::TempDir()) / ("chip_worker_" + name);
   fs::remove_all(dst);
-  fs::copy(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures" / rel, dst, fs::copy_options::recursive);
+  testing_support::copy_fixture_sources(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures" / rel, dst);
   return dst;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/fixture_copy.h"
 #include "common/npy.h"
 #include "common/subprocess.h"
 #include "common/tensor.h"
@@ -111,8 +112,13 @@ inline std::string fixture_fingerprint(const std::string& rel) {
   for (const fs::path& root :
        {kFixtures / rel, fs::path(PYPTO_SOURCE_DIR) / "orchestration/include"}) {
     std::vector<fs::path> files;
-    for (const auto& entry : fs::recursive_directory_iterator(root))
-      if (entry.is_regular_file()) files.push_back(entry.path());
+    for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
+         ++it) {
+      if (it->is_directory() && testing_support::is_run_product(it->path().filename()))
+        it.disable_recursion_pending();
+      else if (it->is_regular_file())
+        files.push_back(it->path());
+    }
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files) {
       mix(fs::relative(file, root).string());
@@ -142,7 +148,7 @@ inline fs::path warm_cache_dir(const std::string& rel) {
 // when there is one.
 inline fs::path copy_fixture(const std::string& rel, const std::string& name) {
   const fs::path dst = scratch_dir(name) / fs::path(rel).filename();
-  fs::copy(kFixtures / rel, dst, fs::copy_options::recursive);
+  testing_support::copy_fixture_sources(kFixtures / rel, dst);
   settle_ptoas_mtimes(dst);
   const fs::path warm = warm_cache_dir(rel);
   if (fs::is_directory(warm / "cache"))

@@ -72,8 +72,8 @@ class ExecManifestTest : public ::testing::Test {
   void SetUp() override {
     good_ = warm_copy("l2/vector_add", "manifest");
     root_ = good_.parent_path();
-    fs::copy(kFixtures / "l2_broken/truncated_sidecar", root_ / "truncated",
-             fs::copy_options::recursive);
+    testing_support::copy_fixture_sources(kFixtures / "l2_broken/truncated_sidecar",
+                                          root_ / "truncated");
   }
   fs::path write_manifest(const nlohmann::json& entries) {
     const fs::path m = root_ / "m.json";

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/fixture_copy.h"
 #include "common/subprocess.h"
 
 namespace pypto {
@@ -25,7 +26,7 @@ SubprocessResult coord(const std::vector<std::string>& args) {
 fs::path copy_fixture(const std::string& rel, const std::string& name) {
   fs::path dst = fs::path(::testing::TempDir()) / ("inspect_" + name);
   fs::remove_all(dst);
-  fs::copy(kFixtures / rel, dst, fs::copy_options::recursive);
+  testing_support::copy_fixture_sources(kFixtures / rel, dst);
   return dst;
 }
 
