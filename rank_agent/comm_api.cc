@@ -1,0 +1,125 @@
+#include "rank_agent/comm_api.h"
+
+#include <exception>
+#include <string>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace pypto::rank {
+
+namespace {
+
+void report(const pypto_kernel_ctx* ctx, const std::string& message) {
+  if (ctx->hooks && ctx->hooks->report_error)
+    ctx->hooks->report_error(ctx, message.c_str());
+  else
+    log::error("{}", message);  // a context without hooks still leaves a trace
+}
+
+// Runs `body` against the dispatch's CommState; C++ errors stop here, at the
+// C boundary, and become report_error + -1.
+template <typename Body>
+int guarded(const pypto_kernel_ctx* ctx, const char* call, Body&& body) {
+  if (ctx == nullptr) return -1;
+  const auto* state = static_cast<const CommState*>(ctx->comm_state);
+  if (state == nullptr) {
+    report(ctx, "rank " + std::to_string(ctx->rank) + ": " + call +
+                    ": this dispatch has no window state (ctx->comm_state is NULL); the rank "
+                    "agent sets it for L3 dispatches");
+    return -1;
+  }
+  try {
+    body(*state);
+    return 0;
+  } catch (const std::exception& e) {
+    report(ctx, e.what());
+  } catch (...) {
+    report(ctx, "rank " + std::to_string(state->rank()) + ": " + call + ": unknown error");
+  }
+  return -1;
+}
+
+DType checked_dtype(const CommState& state, const char* call, int32_t dtype) {
+  if (dtype < PYPTO_F32 || dtype > PYPTO_BOOL)
+    throw ProgramError("rank " + std::to_string(state.rank()) + ": " + call + ": dtype " +
+                       std::to_string(dtype) + " is not a pypto_dtype (one of " + dtype_names() +
+                       ")");
+  return static_cast<DType>(dtype);
+}
+
+int remote_load(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
+                void* dst, uint64_t bytes) {
+  return guarded(ctx, "remote_load", [&](const CommState& s) {
+    s.windows().load("remote_load", window, rank, offset, dst, bytes);
+  });
+}
+
+int remote_store(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
+                 const void* src, uint64_t count, int32_t dtype, int32_t op) {
+  const char* call = "remote_store";
+  return guarded(ctx, call, [&](const CommState& s) {
+    const DType type = checked_dtype(s, call, dtype);
+    if (op == PYPTO_STORE_ADD) {
+      s.windows().add(call, window, rank, offset, src, count, type, s.wait_timeout());
+      return;
+    }
+    if (op != PYPTO_STORE_SET)
+      throw ProgramError("rank " + std::to_string(s.rank()) + ": " + call + ": op " +
+                         std::to_string(op) +
+                         " is neither PYPTO_STORE_SET (0) nor PYPTO_STORE_ADD (1)");
+    const uint64_t size = dtype_size(type);
+    if (count > UINT64_MAX / size)
+      throw ProgramError("rank " + std::to_string(s.rank()) + ": " + call + ": " +
+                         std::to_string(count) + " elements overflow");
+    s.windows().store(call, window, rank, offset, src, count * size);
+  });
+}
+
+int put(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset, const void* src,
+        uint64_t bytes) {
+  return guarded(ctx, "put", [&](const CommState& s) {
+    s.windows().store("put", window, rank, offset, src, bytes);
+  });
+}
+
+int get(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset, void* dst,
+        uint64_t bytes) {
+  return guarded(ctx, "get", [&](const CommState& s) {
+    s.windows().load("get", window, rank, offset, dst, bytes);
+  });
+}
+
+int notify(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
+           int32_t value, int32_t op) {
+  return guarded(ctx, "notify",
+                 [&](const CommState& s) { s.windows().notify(window, rank, offset, value, op); });
+}
+
+int wait(const pypto_kernel_ctx* ctx, int32_t window, uint64_t offset, int32_t cmp,
+         int32_t expected) {
+  return guarded(ctx, "wait", [&](const CommState& s) {
+    s.windows().wait(window, offset, cmp, expected, s.wait_timeout());
+  });
+}
+
+int barrier(const pypto_kernel_ctx* ctx) {
+  return guarded(ctx, "barrier",
+                 [&](const CommState& s) { s.windows().barrier(s.wait_timeout()); });
+}
+
+void* peer_pointer(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank) {
+  void* pointer = nullptr;
+  guarded(ctx, "peer_pointer",
+          [&](const CommState& s) { pointer = s.windows().peer_pointer(window, rank); });
+  return pointer;
+}
+
+const pypto_comm_api kCommApi = {remote_load, remote_store, put,     get,
+                                 notify,      wait,         barrier, peer_pointer};
+
+}  // namespace
+
+const pypto_comm_api* comm_api() { return &kCommApi; }
+
+}  // namespace pypto::rank
