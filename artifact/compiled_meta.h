@@ -8,21 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "artifact/param_info.h"
+#include "artifact/program_meta.h"
 #include "common/json_reader.h"
 
 namespace pypto {
 
 namespace fs = std::filesystem;
 
-struct CompiledMeta {
-  std::string program;  // chip orchestration to call
-  std::vector<ParamInfo> params;
-  int64_t num_return_types = 0;
-  std::string platform;  // a2a3sim | a2a3 | a5sim | a5
-  std::string arch;      // a2a3 | a5, the prefix of platform
-  std::string compiler_version;
-
+// program names the chip orchestration to call.
+struct CompiledMeta : ProgramMeta {
   // Reads and validates <dir>/compiled_meta.json; throws ArtifactError.
   static CompiledMeta load(const fs::path& dir);
   // Validates an already-parsed document (the root object of the file).

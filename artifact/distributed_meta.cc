@@ -14,14 +14,8 @@ DistributedMeta DistributedMeta::load(const fs::path& dir) {
 }
 
 DistributedMeta DistributedMeta::from_json(JsonObject& root) {
-  root.expect_schema(kSidecarSchema);
   DistributedMeta m;
-  m.program = non_empty_string(root, "program");
-  m.params = parse_params(root, "params");
-  m.num_return_types = root.integer("num_return_types");
-  if (m.num_return_types < 0) root.fail("num_return_types", "is negative; it must be >= 0");
-  read_platform_and_arch(root, m.platform, m.arch);
-  m.compiler_version = non_empty_string(root, "compiler_version");
+  m.read_program_fields(root);
   m.world_size = root.integer("world_size");
   if (m.world_size < 1)
     root.fail("world_size", "is " + std::to_string(m.world_size) + "; it must be >= 1");
@@ -58,18 +52,13 @@ DistributedMeta DistributedMeta::from_json(JsonObject& root) {
 
 Json DistributedMeta::to_json() const {
   const DistributedConfig& c = distributed_config;
-  return Json{{"schema", kSidecarSchema},
-              {"program", program},
-              {"params", params_to_json(params)},
-              {"num_return_types", num_return_types},
-              {"platform", platform},
-              {"arch", arch},
-              {"compiler_version", compiler_version},
-              {"world_size", world_size},
-              {"distributed_config", Json{{"device_ids", c.device_ids},
-                                          {"runtime", c.runtime},
-                                          {"aicpu_thread_num", c.aicpu_thread_num},
-                                          {"num_sub_workers", c.num_sub_workers}}}};
+  Json j = program_fields_json();
+  j["world_size"] = world_size;
+  j["distributed_config"] = Json{{"device_ids", c.device_ids},
+                                 {"runtime", c.runtime},
+                                 {"aicpu_thread_num", c.aicpu_thread_num},
+                                 {"num_sub_workers", c.num_sub_workers}};
+  return j;
 }
 
 void DistributedMeta::write(const fs::path& dir) const {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "artifact/param_info.h"
+#include "artifact/program_meta.h"
 #include "common/json_reader.h"
 #include "common/run_config.h"  // DistributedConfig
 
@@ -16,14 +16,8 @@ namespace pypto {
 
 namespace fs = std::filesystem;
 
-struct DistributedMeta {
-  std::string program;  // host orchestrator
-  std::vector<ParamInfo> params;
-  int64_t num_return_types = 0;
-  std::string platform;
-  std::string arch;
-  std::string compiler_version;
-  int64_t world_size = 1;
+// program names the host orchestrator.
+struct DistributedMeta : ProgramMeta {  int64_t world_size = 1;
   DistributedConfig distributed_config;
 
   // Reads and validates <dir>/distributed_meta.json; throws ArtifactError.
