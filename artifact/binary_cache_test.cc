@@ -23,6 +23,7 @@
 #include "common/json_reader.h"
 #include "common/subprocess.h"
 #include "pypto/kernel_abi.h"
+#include "tests/scoped_env.h"
 
 extern char** environ;
 
@@ -31,33 +32,7 @@ namespace {
 
 constexpr const char* kKernel = "kernels/aiv/k.cpp";
 
-// Sets or unsets environment variables for one test and restores them after.
-class ScopedEnv {
- public:
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second)
-        ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      else
-        ::unsetenv(it->first.c_str());
-    }
-  }
-  void set(const std::string& name, const std::string& value) {
-    save(name);
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  void unset(const std::string& name) {
-    save(name);
-    ::unsetenv(name.c_str());
-  }
-
- private:
-  void save(const std::string& name) {
-    const char* old = std::getenv(name.c_str());
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using testing_support::ScopedEnv;
 
 fs::path make_temp_dir(const std::string& tag) {
   std::string pattern = (fs::temp_directory_path() / ("pypto_" + tag + "_XXXXXX")).string();

@@ -13,9 +13,9 @@
 #include <sstream>
 #include <string>
 
-#include "tests/fixture_copy.h"
 #include "common/error.h"
 #include "common/json_reader.h"
+#include "tests/fixture_copy.h"
 
 namespace pypto::testing {
 

@@ -12,38 +12,14 @@
 #include "common/error.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "tests/scoped_env.h"
 
 namespace pypto {
 namespace {
 
 constexpr const char* kFakeTool = PYPTO_SOURCE_DIR "/tests/tools/fake-pypto-ptoas";
 
-class ScopedEnv {
- public:
-  ~ScopedEnv() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second)
-        ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      else
-        ::unsetenv(it->first.c_str());
-    }
-  }
-  void set(const std::string& name, const std::string& value) {
-    save(name);
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  void unset(const std::string& name) {
-    save(name);
-    ::unsetenv(name.c_str());
-  }
-
- private:
-  void save(const std::string& name) {
-    const char* old = std::getenv(name.c_str());
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using testing_support::ScopedEnv;
 
 // Captures what the project logger prints while it lives.
 class LogCapture {

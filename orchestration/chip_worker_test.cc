@@ -1,5 +1,4 @@
 // ChipWorker on the hand-written L2 fixture: assemble, load, run, compare.
-#include "tests/fixture_copy.h"
 #include "orchestration/chip_worker.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +8,7 @@
 #include "artifact/golden_spec.h"
 #include "common/error.h"
 #include "common/npy.h"
+#include "tests/fixture_copy.h"
 
 namespace pypto {
 namespace {

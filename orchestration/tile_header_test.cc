@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/fixture_copy.h"
 #include "artifact/compiled_program.h"
 #include "common/npy.h"
 #include "orchestration/chip_worker.h"
 #include "orchestration/include/pypto/tile.h"
+#include "tests/fixture_copy.h"
 
 namespace pypto {
 namespace {

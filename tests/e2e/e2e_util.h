@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "tests/fixture_copy.h"
 #include "common/npy.h"
 #include "common/subprocess.h"
 #include "common/tensor.h"
+#include "tests/fixture_copy.h"
 
 namespace pypto::e2e {
 

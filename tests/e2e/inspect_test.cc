@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/fixture_copy.h"
 #include "common/subprocess.h"
+#include "tests/fixture_copy.h"
 
 namespace pypto {
 namespace {
