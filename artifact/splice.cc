@@ -111,7 +111,7 @@ fs::path run_ptoas(const fs::path& tool, const PendingUnit& unit) {
   options.cwd = dir;
   log::debug("splice: {} (in {})", format_command(command), dir.string());
   SubprocessResult result = run_subprocess(command, options);
-  const fs::path tmp = dir / tmp_name;
+  fs::path tmp = dir / tmp_name;  // not const: returned by move
   std::error_code ec;
   if (!result.ok()) {
     fs::remove(tmp, ec);

@@ -125,7 +125,8 @@ void copy_if_owned(View& view, const Copy& copy) {
   if constexpr (kFieldOwner == kViewOwner) copy(view);
 }
 
-void check_range(const char* field, int value, int low, int high, const char* meaning) {
+void check_range(const char* field, int64_t value, int64_t low, int64_t high,
+                 const char* meaning) {
   if (value < low || value > high) {
     throw UsageError("invalid " + std::string(field) + "=" + std::to_string(value) +
                      ": must be in [" + std::to_string(low) + ", " + std::to_string(high) + "] (" +
@@ -501,7 +502,7 @@ void RunConfig::validate() const {
     if (distributed_config->device_ids.empty()) {
       throw UsageError("invalid distributed_config.device_ids=[]: must name at least one device");
     }
-    for (int id : distributed_config->device_ids) {
+    for (int64_t id : distributed_config->device_ids) {
       check_range("distributed_config.device_ids[]", id, 0, std::numeric_limits<int>::max(),
                   "device ordinal");
     }

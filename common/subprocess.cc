@@ -72,7 +72,7 @@ void decode_status(int status, SubprocessResult& result) {
 std::string SubprocessResult::describe() const {
   if (timed_out) {
     char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.1f", elapsed.count() / 1000.0);
+    std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(elapsed.count()) / 1000.0);
     return std::string("timed out after ") + seconds + " s and was killed";
   }
   if (term_signal != 0)
@@ -125,6 +125,7 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
   // Everything the child needs is prepared before fork: in a threaded
   // process the child may only make async-signal-safe calls.
   std::vector<char*> c_argv;
+  c_argv.reserve(argv.size() + 1);
   for (const auto& arg : argv) c_argv.push_back(const_cast<char*>(arg.c_str()));
   c_argv.push_back(nullptr);
 

@@ -64,7 +64,7 @@ int32_t TensorMap::access(TaskRef task, const Region& region, bool reads, bool w
     if (index.empty()) entry.used_classes &= ~(uint64_t(1) << cls);
   }
   // Report in submission order, as a linear scan would.
-  std::stable_sort(deps.begin() + first_dep, deps.end(),
+  std::stable_sort(deps.begin() + static_cast<std::ptrdiff_t>(first_dep), deps.end(),
                    [](const Dependency& x, const Dependency& y) { return x.pred.id < y.pred.id; });
 
   const int cls = size_class(region.hi - region.lo);

@@ -77,7 +77,7 @@ fs::path BlobStore::default_root(const std::optional<fs::path>& explicit_root,
       "XDG_CACHE_HOME to a writable directory");
 }
 
-BlobStore::BlobStore(fs::path root) : root_(fs::absolute(std::move(root))) {
+BlobStore::BlobStore(const fs::path& root) : root_(fs::absolute(root)) {
   std::error_code ec;
   fs::create_directories(root_, ec);
   if (ec || !fs::is_directory(root_)) {

@@ -46,7 +46,7 @@ class BlobStore {
                                const EnvLookup& env = process_env());
 
   // Opens (creating it when needed) the store at `root`. Throws InfraError when it cannot.
-  explicit BlobStore(fs::path root);
+  explicit BlobStore(const fs::path& root);
 
   const fs::path& root() const { return root_; }
   // <root>/<hh>/<hash>; throws InfraError when `hash` is not a SHA-256 in lowercase hex.
