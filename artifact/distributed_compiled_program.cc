@@ -6,16 +6,11 @@
 #include "artifact/build_paths.h"
 #include "artifact/compiled_program.h"
 #include "common/error.h"
+#include "common/tensor.h"  // shape_string
 
 namespace pypto {
 
 namespace {
-
-std::string ints_string(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 // Errors found by comparing host_orch.json with the other files are reported
 // on host_orch.json, whose field binds the two.
@@ -55,8 +50,8 @@ void check_host_arg(const fs::path& dir, const std::string& field, const HostArg
     int64_t end = 0;
     if (__builtin_add_overflow(arg.offsets[k], arg.shape[k], &end) || end > p->shape[k])
       fail_host_orch(dir, field + ".shape",
-                     "the box at offsets " + ints_string(arg.offsets) + " with shape " +
-                         ints_string(arg.shape) + " leaves parameter '" + p->name + "' (" +
+                     "the box at offsets " + shape_string(arg.offsets) + " with shape " +
+                         shape_string(arg.shape) + " leaves parameter '" + p->name + "' (" +
                          p->type_string() + ") in dimension " + std::to_string(k));
   }
   if ((slot == ArgKind::kOut || slot == ArgKind::kInOut) && !p->is_output())

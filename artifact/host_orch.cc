@@ -2,16 +2,11 @@
 
 #include "artifact/build_paths.h"
 #include "artifact/sidecar_checks.h"
+#include "common/tensor.h"  // shape_string
 
 namespace pypto {
 
 namespace {
-
-std::string ints_string(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 WindowInfo parse_window(JsonObject& w) {
   WindowInfo info;
@@ -33,7 +28,7 @@ WindowInfo parse_window(JsonObject& w) {
     w.fail("shape", "is too large");
   info.bytes = w.integer("bytes");
   if (info.bytes != expected)
-    w.fail("bytes", "is " + std::to_string(info.bytes) + " but " + dtype + ints_string(info.shape) +
+    w.fail("bytes", "is " + std::to_string(info.bytes) + " but " + dtype + shape_string(info.shape) +
                         " takes " + std::to_string(expected) + " bytes (elements x element size)");
   info.ranks = w.integers("ranks");
   if (info.ranks.empty()) w.fail("ranks", "is empty; a window needs at least one member rank");
@@ -82,7 +77,7 @@ HostArg parse_arg(JsonObject& a, const std::vector<WindowInfo>& windows, int64_t
     if (!w->has_rank(rank))
       a.fail("window", "names '" + arg.window + "', but the dispatch's rank " +
                            std::to_string(rank) + " is not one of its ranks " +
-                           ints_string(w->ranks));
+                           shape_string(w->ranks));
   } else if (kind == "scalar") {
     arg.kind = HostArgKind::kScalar;
     arg.value = a.integer("value");

@@ -2,18 +2,9 @@
 
 #include <map>
 
-namespace pypto {
+#include "artifact/sidecar_checks.h"
 
-namespace {
-bool is_identifier(std::string_view name) {
-  if (name.empty()) return false;
-  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
-  if (!alpha(name[0])) return false;
-  for (char c : name)
-    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
-  return true;
-}
-}  // namespace
+namespace pypto {
 
 const char* direction_name(Direction direction) {
   switch (direction) {
@@ -38,7 +29,7 @@ ParamInfo ParamInfo::from_json(JsonObject& obj) {
   ParamInfo p;
   p.name = obj.string("name");
   if (p.name.empty()) obj.fail("name", "is empty");
-  if (!is_identifier(p.name))
+  if (!is_c_identifier(p.name))
     obj.fail("name", "'" + p.name + "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*); it names " +
                          "the parameter's golden/*.npy files");
   std::string direction = obj.string("direction");
