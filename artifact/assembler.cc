@@ -76,6 +76,10 @@ AssembledBinaries assemble(const fs::path& build_dir, const std::vector<std::str
     succeeded.emplace(sources[i], *built[i]);
     compiled += built[i]->compiled ? 1 : 0;
   }
+  if (options.stats) {
+    options.stats->compiled = compiled;
+    options.stats->cached = succeeded.size() - compiled;
+  }
   // Record what did build even when something else failed: those binaries exist.
   if (!succeeded.empty()) {
     try {

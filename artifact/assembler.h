@@ -22,6 +22,12 @@ struct AssembleOptions {
   std::optional<std::filesystem::path> store_dir;
   // Parallel compiles; one per core by default.
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  // When set, receives how many sources this call compiled and how many it found
+  // compiled (in the store, or compiled meanwhile by another process of the host).
+  struct Stats {
+    size_t compiled = 0;
+    size_t cached = 0;
+  }* stats = nullptr;
 };
 
 // Source (relative to build_dir, '/'-separated) -> absolute path of its binary.

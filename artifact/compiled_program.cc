@@ -107,6 +107,42 @@ CompiledProgram CompiledProgram::from_dir(const fs::path& dir,
   return p;
 }
 
+CompiledProgram CompiledProgram::from_sub_build(const fs::path& dir, const std::string& program,
+                                                std::vector<ParamInfo> params,
+                                                const std::string& platform,
+                                                const std::string& arch) {
+  CompiledProgram p;
+  p.dir_ = dir;
+  p.config_ = KernelConfig::load(dir);
+  const OrchestrationInfo* orch = p.config_.find_orchestration(program);
+  if (!orch)
+    fail_in(dir, kKernelConfigFile, "orchestrations",
+            "has no orchestration '" + program + "' (it has: " + p.config_.orchestration_names() +
+                ")");
+  std::vector<ArgKind> tensor_kinds;
+  for (ArgKind kind : orch->signature)
+    if (is_tensor_kind(kind)) tensor_kinds.push_back(kind);
+  bool match = tensor_kinds.size() == params.size();
+  for (size_t i = 0; match && i < params.size(); ++i)
+    match = direction_name(params[i].direction) == std::string(arg_kind_name(tensor_kinds[i]));
+  if (!match) {
+    std::string dirs;
+    for (const ParamInfo& param : params)
+      dirs += (dirs.empty() ? "" : ", ") + std::string(direction_name(param.direction));
+    fail_in(dir, kKernelConfigFile,
+            "orchestrations[" + std::to_string(orch - p.config_.orchestrations.data()) +
+                "].signature",
+            "is " + signature_string(orch->signature) + " but the dispatch passes the tensors [" +
+                dirs + "]; they must agree one to one");
+  }
+  p.meta_.program = program;
+  p.meta_.params = std::move(params);
+  p.meta_.platform = platform;
+  p.meta_.arch = arch;
+  p.platform_ = platform;
+  return p;
+}
+
 const OrchestrationInfo& CompiledProgram::orchestration() const {
   // from_dir guarantees it exists.
   return *config_.find_orchestration(meta_.program);

@@ -51,6 +51,17 @@ class CompiledProgram {
   // The orchestration compiled_meta.program names.
   const OrchestrationInfo& orchestration() const;
 
+  // One rank's sub-build of an L3 build (next_levels/<r>/, or a rank agent's
+  // workspace copy of it), which has no compiled_meta.json, as the program
+  // that runs its orchestration `program` with `params`: the tensor arguments
+  // of the dispatch, in order (the sub-build's windows and scalars are not
+  // parameters; they travel in the DispatchContext). Checks that `program` is
+  // an orchestration of kernel_config.json whose tensor signature matches the
+  // params' directions. Throws ArtifactError (exit 3).
+  static CompiledProgram from_sub_build(const fs::path& dir, const std::string& program,
+                                        std::vector<ParamInfo> params, const std::string& platform,
+                                        const std::string& arch);
+
   // A copy that runs on `platform` (same checks as from_dir's override).
   CompiledProgram with_platform(const std::string& platform) const;
 

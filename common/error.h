@@ -13,6 +13,7 @@ enum class ExitCode : int {
   kFail = 1,   // the program is wrong: kernel error, compile error, mismatch
   kUsage = 2,  // bad command line
   kInfra = 3,  // setup, reconstruction, launch, missing device or tool
+  kInterrupted = 130,  // stopped by SIGINT/SIGTERM (128 + SIGINT, as shells report it)
 };
 
 class Error : public std::runtime_error {
@@ -84,6 +85,12 @@ class KernelRuntimeError : public ProgramError {
 class ValidationError : public ProgramError {
  public:
   explicit ValidationError(const std::string& message) : ProgramError(message) {}
+};
+
+// The user interrupted the run (Ctrl-C, SIGTERM); everything it started was stopped.
+class InterruptedError : public Error {
+ public:
+  explicit InterruptedError(const std::string& message) : Error(ExitCode::kInterrupted, message) {}
 };
 
 // Maps any exception escaping a command to its exit code.

@@ -183,6 +183,9 @@ ChipRunResult ChipWorker::run(const CompiledProgram& program, std::vector<Tensor
     call.tensor_names.push_back(program.params()[i].name);
   }
   call.windows = context.windows;
+  call.scalars = context.scalars;
+  call.comm = context.comm;
+  call.comm_state = context.comm_state;
 
   const DfxOptions dfx = config_.dfx_options();
   std::optional<fs::path> dfx_dir;

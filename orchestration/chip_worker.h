@@ -27,7 +27,13 @@ namespace fs = std::filesystem;
 struct DispatchContext {
   int rank = 0;
   int world = 1;
+  // The dispatch's window arguments in argument order (ids index the rank's
+  // window set), its scalars, and the comm table kernels reach them through
+  // (nullptr: L2's table, where every call fails).
   std::vector<pypto_window> windows;
+  std::vector<int64_t> scalars;
+  const pypto_comm_api* comm = nullptr;
+  void* comm_state = nullptr;
   // Where this dispatch's DFX files go; <build>/dfx_outputs when unset (L2).
   std::optional<fs::path> dfx_dir;
   // Host-wide binary store (rank agents); <build>/cache/bin when unset.

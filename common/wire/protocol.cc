@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "common/dtype.h"
 #include "common/wire/manifest.h"
 
 namespace pypto::wire {
@@ -131,7 +132,8 @@ static_assert(alternatives_in_code_order(), "Message alternatives must follow Me
 
 constexpr const char* kTypeNames[] = {
     "HELLO", "WELCOME",  "REFUSE",        "HEARTBEAT", "MANIFEST", "NEED",       "BLOBS",
-    "READY", "DISPATCH", "DISPATCH_DONE", "ABORT",     "SHUTDOWN", "AGENT_ERROR"};
+    "READY", "DISPATCH", "DISPATCH_DONE", "ABORT",     "SHUTDOWN", "AGENT_ERROR",
+    "RESET"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
 template <size_t I = 0>
@@ -223,14 +225,29 @@ std::string body_problem(const Envelope& envelope, const Message& message,
           if (auto problem = bad_hash(body.held_hashes); !problem.empty())
             return "HELLO " + problem;
         } else if constexpr (std::is_same_v<T, Manifest>) {
+          if (auto problem = build_id_problem(body.build)) return "MANIFEST build: " + *problem;
           try {
             validate_manifest(body);
           } catch (const InfraError& e) {
             return e.what();
           }
+          for (size_t i = 0; i < body.windows.size(); ++i) {
+            const WireWindow& window = body.windows[i];
+            const std::string where = "MANIFEST windows[" + std::to_string(i) + "]";
+            if (window.name.empty()) return where + " has no name";
+            if (!parse_dtype(window.dtype)) {
+              return where + " ('" + window.name + "') has unknown dtype '" + window.dtype + "'";
+            }
+            if (window.bytes == 0 || window.ranks.empty()) {
+              return where + " ('" + window.name + "') has no bytes or no member ranks";
+            }
+          }
+        } else if constexpr (std::is_same_v<T, Reset>) {
+          if (auto problem = build_id_problem(body.build)) return "RESET build: " + *problem;
         } else if constexpr (std::is_same_v<T, Need> || std::is_same_v<T, Blobs>) {
           if (auto problem = bad_hash(body.hashes); !problem.empty()) return type + " " + problem;
         } else if constexpr (std::is_same_v<T, Dispatch>) {
+          if (auto problem = build_id_problem(body.build)) return "DISPATCH build: " + *problem;
           size_t frame = 0;
           for (size_t i = 0; i < body.args.size(); ++i) {
             const DispatchArg& arg = body.args[i];
@@ -347,6 +364,18 @@ std::string message_type_name(MessageType type) {
   const auto code = static_cast<size_t>(type);
   if (code >= 1 && code <= std::size(kTypeNames)) return kTypeNames[code - 1];
   return "type " + std::to_string(code);
+}
+
+std::optional<std::string> build_id_problem(std::string_view build) {
+  if (build.empty()) return "it is empty";
+  if (build.size() > 64) return "it is longer than 64 characters";
+  if (build == "." || build == "..") return "'" + std::string(build) + "' is not a name";
+  for (char c : build) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok) return "'" + std::string(build) + "' has a character outside [A-Za-z0-9_.-]";
+  }
+  return std::nullopt;
 }
 
 MessageType type_of(const Message& message) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -49,6 +50,7 @@ enum class MessageType : uint8_t {
   kAbort = 11,
   kShutdown = 12,
   kAgentError = 13,
+  kReset = 14,
 };
 // "HELLO", "DISPATCH_DONE", ...; "type 200" for a code this version does not know.
 std::string message_type_name(MessageType type);
@@ -164,6 +166,20 @@ struct PhaseTiming {
   bool operator==(const PhaseTiming&) const = default;
 };
 
+// A window buffer of orchestration/host_orch.json, as every rank must create it: the same
+// list in the same order on every rank (window creation is collective over the world).
+struct WireWindow {
+  std::string name;
+  std::string dtype;           // "f32", "i32", ... (common/dtype.h names)
+  uint64_t bytes = 0;          // size of each member's copy
+  std::vector<int32_t> ranks;  // member world ranks, ascending
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(name, dtype, bytes, ranks);
+  }
+  bool operator==(const WireWindow&) const = default;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Messages. Each has kType; the direction (agent -> coordinator or back) is in the comment.
 
@@ -219,14 +235,20 @@ struct Heartbeat {
   bool operator==(const Heartbeat&) const = default;
 };
 
-// coordinator -> agent: the files of next_levels/<rank>/.
+// coordinator -> agent: the files of next_levels/<rank>/ of one build, and that build's
+// windows. An agent holds several builds at once (a DistributedWorker's registered
+// programs), each in its own workspace <workspace>/<build>/ with its own windows; every
+// rank receives the MANIFESTs of a run in the same order, because window creation is
+// collective.
 struct Manifest {
   static constexpr MessageType kType = MessageType::kManifest;
+  std::string build = "main";  // the build's id: one path component, [A-Za-z0-9_.-], not "." or ".."
   int32_t rank = 0;
   std::vector<ManifestFile> files;  // sorted by path
+  std::vector<WireWindow> windows;  // host_orch.json's windows, in its order
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(rank, files);
+    ar(build, rank, files, windows);
   }
   bool operator==(const Manifest&) const = default;
 };
@@ -272,6 +294,7 @@ struct Ready {
 // tensor argument whose direction is In or InOut, in argument order (nbytes each).
 struct Dispatch {
   static constexpr MessageType kType = MessageType::kDispatch;
+  std::string build = "main";  // a build this agent holds (MANIFEST ... READY)
   uint64_t index = 0;  // k of dfx_outputs/rank<r>/d<k>, restarts at 0 every run
   std::string program;
   std::vector<DispatchArg> args;
@@ -279,7 +302,7 @@ struct Dispatch {
   WireRunOptions run;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(index, program, args, dfx, run);
+    ar(build, index, program, args, dfx, run);
   }
   bool operator==(const Dispatch&) const = default;
 };
@@ -335,8 +358,25 @@ struct AgentError {
   bool operator==(const AgentError&) const = default;
 };
 
+// coordinator -> every agent: zero the windows of `build` before the next run (collective
+// over the world, so it goes to every rank, also ranks without a dispatch). Answered by
+// READY with the same request id.
+struct Reset {
+  static constexpr MessageType kType = MessageType::kReset;
+  std::string build = "main";
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(build);
+  }
+  bool operator==(const Reset&) const = default;
+};
+
 using Message = std::variant<Hello, Welcome, Refuse, Heartbeat, Manifest, Need, Blobs, Ready,
-                             Dispatch, DispatchDone, Abort, Shutdown, AgentError>;
+                             Dispatch, DispatchDone, Abort, Shutdown, AgentError, Reset>;
+
+// Why `build` is not an acceptable build id (one path component of [A-Za-z0-9_.-], 1..64
+// characters, not "." or ".."), or nullopt when it is.
+std::optional<std::string> build_id_problem(std::string_view build);
 
 MessageType type_of(const Message& message);
 

@@ -65,13 +65,17 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   manifest.rank = 3;
   manifest.files = {{"kernel_config.json", 10, hash_of("k"), 0644},
                     {"kernels/aiv/vadd.cpp", 1234, hash_of("v"), 0600}};
+  manifest.build = "softmax-2.v1";
+  manifest.windows = {{"data", "f32", 1024, {0, 1, 2, 3}}, {"signal", "i32", 32, {1, 3}}};
   expect_round_trip(manifest);
+  expect_round_trip(Reset{"softmax-2.v1"}, {}, kCoordinatorRank);
   expect_round_trip(Need{{hash_of("k"), hash_of("v")}});
   expect_round_trip(Blobs{{hash_of("k"), hash_of("")}}, {"k", ""});
   expect_round_trip(Ready{3, false, {"vadd.cpp:3: error: expected ';'", 1}, 4, 2});
 
   Dispatch dispatch;
   dispatch.index = 5;
+  dispatch.build = "extra_1";
   dispatch.program = "allreduce_chip";
   DispatchArg in{DispatchArg::kTensor, tensor("x", "In", 16), "", -1, 0};
   DispatchArg out{DispatchArg::kTensor, tensor("y", "Out", 0), "", -1, 0};
@@ -227,6 +231,30 @@ TEST(ProtocolTest, TruncatedBodiesAreMalformedNamingTheSender) {
   expect_malformed(frames_of({full + "xyz"}), "3 stray bytes after the MANIFEST body");
 }
 
+TEST(ProtocolTest, BuildIdsAndWindowsAreChecked) {
+  EXPECT_FALSE(build_id_problem("main"));
+  EXPECT_FALSE(build_id_problem("prog-2_v.1"));
+  EXPECT_EQ(*build_id_problem(""), "it is empty");
+  EXPECT_EQ(*build_id_problem(".."), "'..' is not a name");
+  EXPECT_EQ(*build_id_problem("a/b"), "'a/b' has a character outside [A-Za-z0-9_.-]");
+  EXPECT_TRUE(build_id_problem(std::string(65, 'a')));
+
+  Manifest manifest;
+  manifest.build = "../escape";
+  expect_malformed(frames_of({valid_frame(manifest)}),
+                   "MANIFEST build: '../escape' has a character outside [A-Za-z0-9_.-]");
+  manifest.build = "main";
+  manifest.windows = {{"data", "f33", 8, {0}}};
+  expect_malformed(frames_of({valid_frame(manifest)}),
+                   "MANIFEST windows[0] ('data') has unknown dtype 'f33'");
+  manifest.windows = {{"data", "f32", 0, {0}}};
+  expect_malformed(frames_of({valid_frame(manifest)}), "has no bytes or no member ranks");
+  Dispatch dispatch;
+  dispatch.build = "";
+  expect_malformed(frames_of({valid_frame(dispatch)}), "DISPATCH build: it is empty");
+  expect_malformed(frames_of({valid_frame(Reset{"a b"})}), "RESET build: 'a b' has a character");
+}
+
 TEST(ProtocolTest, GarbageBodiesNeverCrash) {
   std::mt19937 random(1234);
   for (int round = 0; round < 2000; ++round) {
@@ -236,7 +264,7 @@ TEST(ProtocolTest, GarbageBodiesNeverCrash) {
     // Aim some rounds at real types so the body decoders see garbage too.
     if (frame.size() > kPrefixSize + 1) {
       frame[kPrefixSize] = 1;
-      if (round % 2 == 0) frame[kPrefixSize + 1] = static_cast<char>(1 + round % 13);
+      if (round % 2 == 0) frame[kPrefixSize + 1] = static_cast<char>(1 + round % 14);
     }
     std::vector<zmq::message_t> frames = frames_of({frame});
     try {
