@@ -1,0 +1,515 @@
+#include "rank_agent/agent_worker.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "artifact/assembler.h"
+#include "artifact/compiled_program.h"
+#include "artifact/kernel_config.h"
+#include "artifact/param_info.h"
+#include "common/error.h"
+#include "common/fs_util.h"
+#include "common/log.h"
+#include "common/tensor.h"
+#include "common/wire/blob_store.h"
+#include "common/wire/manifest.h"
+#include "orchestration/chip_worker.h"
+#include "rank_agent/backoff.h"
+#include "rank_agent/comm_api.h"
+#include "rank_agent/mpi_session.h"
+#include "rank_agent/window_set.h"
+
+namespace pypto::rank {
+
+namespace {
+
+// The MANIFEST does not say which platform the build targets, and the cache
+// key includes it: prepare assembles for the default simulator; a DISPATCH
+// for another platform assembles (or finds) its own binaries.
+constexpr const char* kPreparePlatform = "a2a3sim";
+
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+int wire_exit_code(const std::exception& e) { return static_cast<int>(exit_code_of(e)); }
+
+std::vector<WindowSpec> window_specs(const std::vector<wire::WireWindow>& windows) {
+  std::vector<WindowSpec> specs;
+  for (const auto& w : windows) {
+    WindowSpec spec;
+    spec.name = w.name;
+    spec.bytes = w.bytes;
+    // The decoder checked the name; an unknown one cannot get here.
+    spec.dtype = parse_dtype(w.dtype).value_or(DType::kU8);
+    spec.members.assign(w.ranks.begin(), w.ranks.end());
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+RunConfig run_config_of(const wire::WireRunOptions& run, const wire::WireDfxOptions& dfx) {
+  const RunOptions options = wire::from_wire(run, dfx);
+  RunConfig config = RunConfig::from_platform(options.platform);
+  config.device_id = options.device_id;
+  config.aicpu_thread_num = options.aicpu_thread_num;
+  config.ring_task_window = options.ring_task_window;
+  config.ring_heap = options.ring_heap;
+  config.ring_dep_pool = options.ring_dep_pool;
+  config.enable_chip_swimlane = options.dfx.enable_chip_swimlane;
+  config.enable_dump_args = options.dfx.enable_dump_args;
+  config.enable_pmu = options.dfx.enable_pmu;
+  config.enable_dep_gen = options.dfx.enable_dep_gen;
+  config.enable_scope_stats = options.dfx.enable_scope_stats;
+  return config;
+}
+
+// Every regular file under `dir`, relative and '/'-separated, sorted.
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return files;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && !it->is_symlink(ec))
+      files.push_back(it->path().lexically_relative(dir).generic_string());
+  }
+  if (ec) throw InfraError("cannot list the DFX files in " + dir.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+struct AgentWorker::Build {
+  fs::path dir;
+  std::vector<wire::WireWindow> windows_spec;
+  std::unique_ptr<WindowSet> windows;
+  bool ready = false;
+};
+
+AgentWorker::AgentWorker(std::function<void()> notify)
+    : notify_(std::move(notify)), session_future_(session_promise_.get_future()) {}
+
+AgentWorker::~AgentWorker() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void AgentWorker::start() {
+  thread_ = std::thread([this] { main(); });
+}
+
+SessionInfo AgentWorker::wait_for_session() { return session_future_.get(); }
+
+void AgentWorker::configure(WorkerSettings settings) {
+  std::lock_guard<std::mutex> lock(mu_);
+  settings_ = std::move(settings);
+}
+
+void AgentWorker::submit(WorkerJob job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+std::vector<WorkerOutput> AgentWorker::take_outputs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(outputs_, {});
+}
+
+void AgentWorker::post(WorkerOutput output) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    outputs_.push_back(std::move(output));
+  }
+  notify_();
+}
+
+std::string AgentWorker::where() const {
+  return "rank " + std::to_string(session_ ? session_->rank() : -1);
+}
+
+void AgentWorker::main() {
+  try {
+    session_ = std::make_unique<MpiSession>();
+    SessionInfo info;
+    info.rank = session_->rank();
+    info.world = session_->world();
+    info.host = session_->host();
+    info.thread_level = thread_level_name(session_->provided_thread_level());
+    info.thread_multiple = session_->thread_multiple();
+    info.thread_note = session_->thread_level_note();
+    session_promise_.set_value(std::move(info));
+  } catch (...) {
+    session_promise_.set_exception(std::current_exception());
+    return;
+  }
+  notify_();
+
+  for (;;) {
+    WorkerJob job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return !jobs_.empty(); });
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    try {
+      if (auto* prepare_job = std::get_if<PrepareJob>(&job)) {
+        prepare(*prepare_job);
+      } else if (auto* reset_job = std::get_if<ResetJob>(&job)) {
+        reset(*reset_job);
+      } else if (auto* dispatch_job = std::get_if<DispatchJob>(&job)) {
+        dispatch(*dispatch_job);
+      } else {
+        const bool clean = shutdown();
+        WorkerOutput done;
+        done.kind = WorkerOutput::Kind::kShutdownDone;
+        done.clean = clean;
+        post(std::move(done));
+        return;
+      }
+    } catch (const std::exception& e) {
+      // Jobs report their own failures; anything escaping is a failure of
+      // the agent itself (MPI, the workspace), outside any dispatch.
+      const int code = exit_code_of(e) == ExitCode::kFail ? 1 : 3;
+      WorkerOutput fatal;
+      fatal.kind = WorkerOutput::Kind::kFatal;
+      fatal.message = wire::AgentError{session_->rank(), where() + ": " + e.what(), code};
+      fatal.exit_code = code;
+      post(std::move(fatal));
+      return;
+    }
+  }
+}
+
+void AgentWorker::node_barrier() {
+  MPI_Request request = MPI_REQUEST_NULL;
+  {
+    auto lock = session_->lock();
+    check_mpi(MPI_Ibarrier(session_->node_comm(), &request), where() + ": MPI_Ibarrier(node)");
+  }
+  // Not latency-critical (a peer may still be compiling): sleep up to 2 ms
+  // between polls so a long wait costs next to no CPU.
+  Backoff::Options slow;
+  slow.max_sleep = std::chrono::microseconds(2000);
+  Backoff backoff(slow);
+  const auto deadline = std::chrono::steady_clock::now() + settings_.node_barrier_timeout;
+  for (;;) {
+    int done = 0;
+    {
+      auto lock = session_->lock();
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), where() + ": MPI_Test(node barrier)");
+    }
+    if (done) return;
+    if (backoff.past_spin() && std::chrono::steady_clock::now() >= deadline) {
+      throw InfraError(where() + ": the other ranks of host " + session_->host() +
+                       " did not reach the node barrier before materializing within " +
+                       std::to_string(settings_.node_barrier_timeout.count() / 1000) +
+                       " s; one of them is stuck or has failed");
+    }
+    backoff.pause();
+  }
+}
+
+void AgentWorker::prepare(PrepareJob& job) {
+  const wire::Manifest& manifest = job.manifest;
+  const auto start = std::chrono::steady_clock::now();
+  wire::Ready ready;
+  ready.rank = session_->rank();
+  std::optional<wire::WireError> failure;
+  auto fail = [&](const std::exception& e, int code) {
+    if (!failure)
+      failure = wire::WireError{where() + ": build '" + manifest.build + "': " + e.what(), code};
+  };
+
+  auto& slot = builds_[manifest.build];
+  if (!slot) slot = std::make_unique<Build>();
+  Build& build = *slot;
+  build.ready = false;
+  build.dir = settings_.workspace / manifest.build;
+
+  wire::BlobStore store(settings_.blob_store);
+  try {
+    for (size_t i = 0; i < job.hashes.size(); ++i) {
+      const zmq::message_t& blob = job.blobs.at(i);
+      store.put(job.hashes[i], {static_cast<const char*>(blob.data()), blob.size()});
+    }
+  } catch (const std::exception& e) {
+    fail(e, 3);
+  }
+  job.blobs.clear();
+
+  // The ranks of this node received disjoint parts of what the node needs.
+  bool in_step = true;
+  try {
+    node_barrier();
+  } catch (const std::exception& e) {
+    in_step = false;  // the node's ranks are out of step: no collective from here on
+    dirty_ = true;
+    failure.reset();
+    fail(e, 3);
+  }
+
+  if (!failure) {
+    try {
+      const std::vector<std::string> missing = store.missing(manifest);
+      if (!missing.empty()) {
+        std::string names;
+        for (const auto& h : missing) {
+          std::string path = "?";
+          for (const auto& file : manifest.files)
+            if (file.sha256 == h) path = file.path;
+          names += (names.empty() ? "" : ", ") + path + " (sha256 " + h + ")";
+        }
+        throw InfraError(
+            std::to_string(missing.size()) +
+            " file(s) are in no blob store of this host after the node barrier: " + names +
+            "; the coordinator shipped them to no rank of host " + session_->host());
+      }
+      const wire::MaterializeStats stats = store.materialize(manifest, build.dir);
+      log::debug("build '{}': {} files linked, {} copied, {} unchanged, {} removed ({} bytes)",
+                 manifest.build, stats.files_linked, stats.files_copied, stats.files_unchanged,
+                 stats.files_removed, stats.bytes_written());
+    } catch (const std::exception& e) {
+      fail(e, 3);
+    }
+  }
+  if (!failure) {
+    try {
+      const KernelConfig config = KernelConfig::load(build.dir);
+      std::vector<std::string> sources;
+      for (const auto& o : config.orchestrations) sources.push_back(o.source);
+      for (const auto& k : config.kernels) sources.push_back(k.source);
+      std::sort(sources.begin(), sources.end());
+      sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+      const std::string arch = arch_name(parse_platform(kPreparePlatform).arch);
+      AssembleOptions::Stats stats;
+      AssembleOptions options;
+      options.platform = kPreparePlatform;
+      options.arch = arch;
+      options.store_dir = settings_.binary_store;
+      options.stats = &stats;
+      assemble(build.dir, sources, options);
+      ready.cache_hits = stats.cached;
+      ready.compiles = stats.compiled;
+    } catch (const std::exception& e) {
+      ready.cache_hits = ready.compiles = 0;
+      fail(e, exit_code_of(e) == ExitCode::kFail ? 1 : 3);
+    }
+  }
+
+  // Window creation is collective over the world: take part even after a
+  // failure above, so the other ranks do not wait for this one in vain.
+  try {
+    if (in_step && (!build.windows || build.windows_spec != manifest.windows)) {
+      if (build.windows) {
+        build.windows.reset();
+        std::erase(build_order_, manifest.build);
+      }
+      build.windows = std::make_unique<WindowSet>(*session_, window_specs(manifest.windows));
+      build.windows_spec = manifest.windows;
+      build_order_.push_back(manifest.build);
+    }
+  } catch (const std::exception& e) {
+    dirty_ = true;
+    build.windows.reset();
+    build.windows_spec.clear();
+    fail(e, exit_code_of(e) == ExitCode::kFail ? 1 : 3);
+  }
+
+  if (failure) {
+    ready.ok = false;
+    ready.error = *failure;
+    ready.cache_hits = ready.compiles = 0;
+    log::error("{}", failure->message);
+  } else {
+    build.ready = true;
+    ready.ok = true;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+    log::info(
+        "build '{}' ready in {} ms: {} files, {} windows, {} binaries from the cache, {} "
+        "compiled",
+        manifest.build, ms, manifest.files.size(), manifest.windows.size(), ready.cache_hits,
+        ready.compiles);
+  }
+  WorkerOutput out;
+  out.message = ready;
+  out.request_id = job.request_id;
+  post(std::move(out));
+}
+
+void AgentWorker::reset(const ResetJob& job) {
+  wire::Ready ready;
+  ready.rank = session_->rank();
+  auto it = builds_.find(job.build);
+  if (it == builds_.end() || !it->second->windows) {
+    // Every rank got the same MANIFESTs, so no rank is in the collective either.
+    ready.error = {where() + ": RESET of build '" + job.build +
+                       "', whose windows this agent does not hold (no MANIFEST for it)",
+                   3};
+  } else {
+    try {
+      it->second->windows->reset();
+      ready.ok = true;
+    } catch (const std::exception& e) {
+      dirty_ = true;
+      ready.error = {where() + ": RESET of build '" + job.build + "': " + e.what(),
+                     exit_code_of(e) == ExitCode::kFail ? 1 : 3};
+    }
+  }
+  if (!ready.ok) log::error("{}", ready.error.message);
+  WorkerOutput out;
+  out.message = ready;
+  out.request_id = job.request_id;
+  post(std::move(out));
+}
+
+void AgentWorker::dispatch(DispatchJob& job) {
+  const wire::Dispatch& d = job.dispatch;
+  const int rank = session_->rank();
+  wire::DispatchDone done;
+  done.index = d.index;
+  done.start_unix_ns = realtime_ns();
+  std::vector<zmq::message_t> frames;
+  bool kernels_started = false;
+  try {
+    auto it = builds_.find(d.build);
+    if (it == builds_.end() || !it->second->ready || !it->second->windows)
+      throw InfraError("dispatch d" + std::to_string(d.index) + " of program '" + d.program +
+                       "' names build '" + d.build +
+                       "', which this agent has not prepared (no READY ok for it)");
+    Build& build = *it->second;
+
+    std::vector<ParamInfo> params;
+    std::vector<Tensor> tensors;
+    DispatchContext context;
+    size_t frame = 0;
+    for (size_t i = 0; i < d.args.size(); ++i) {
+      const wire::DispatchArg& arg = d.args[i];
+      if (arg.kind == wire::DispatchArg::kTensor) {
+        ParamInfo param;
+        param.name = arg.tensor.name;
+        param.direction = parse_direction(arg.tensor.direction).value_or(Direction::kIn);
+        param.shape = arg.tensor.shape;
+        param.dtype = parse_dtype(arg.tensor.dtype).value_or(DType::kF32);
+        Tensor tensor = Tensor::empty(param.dtype, param.shape);  // zero-filled
+        if (param.is_input()) {
+          const zmq::message_t& bytes = job.payloads.at(frame++);
+          if (bytes.size() != tensor.nbytes())
+            throw InfraError("dispatch d" + std::to_string(d.index) + " of program '" + d.program +
+                             "': tensor '" + param.name + "' is " + param.type_string() + " (" +
+                             std::to_string(tensor.nbytes()) + " bytes) but its payload has " +
+                             std::to_string(bytes.size()));
+          if (bytes.size()) std::memcpy(tensor.data(), bytes.data(), bytes.size());
+        }
+        params.push_back(std::move(param));
+        tensors.push_back(std::move(tensor));
+      } else if (arg.kind == wire::DispatchArg::kWindow) {
+        const auto& windows = build.windows->kernel_windows();
+        if (arg.window_id < 0 || arg.window_id >= static_cast<int64_t>(windows.size()) ||
+            build.windows->spec(static_cast<int>(arg.window_id)).name != arg.window)
+          throw InfraError("dispatch d" + std::to_string(d.index) + " of program '" + d.program +
+                           "': argument " + std::to_string(i) + " is window " +
+                           std::to_string(arg.window_id) + " '" + arg.window + "', but build '" +
+                           d.build + "' has " + std::to_string(windows.size()) +
+                           " window(s) and no such one at that index");
+        context.windows.push_back(windows[static_cast<size_t>(arg.window_id)]);
+      } else {
+        context.scalars.push_back(arg.scalar);
+      }
+    }
+    job.payloads.clear();
+
+    const RunConfig config = run_config_of(d.run, d.dfx);
+    const CompiledProgram program = CompiledProgram::from_sub_build(
+        build.dir, d.program, std::move(params), config.platform(), arch_name(config.arch));
+    if (!chip_ || chip_->config() != config) {
+      chip_.reset();
+      chip_ = std::make_unique<ChipWorker>(config);
+    }
+    CommState comm_state(*build.windows, d.run.wait_timeout_ms
+                                             ? std::chrono::milliseconds(d.run.wait_timeout_ms)
+                                             : settings_.wait_timeout);
+    context.rank = rank;
+    context.world = session_->world();
+    context.comm = comm_api();
+    context.comm_state = &comm_state;
+    context.dfx_dir = build.dir / "dfx" / ("d" + std::to_string(d.index));
+    context.binary_store = settings_.binary_store;
+    if (d.run.dispatch_timeout_ms)
+      context.dispatch_timeout = std::chrono::milliseconds(d.run.dispatch_timeout_ms);
+    std::error_code ec;
+    fs::remove_all(*context.dfx_dir, ec);  // the files of this dispatch only
+
+    kernels_started = true;
+    const ChipRunResult result = chip_->run(program, tensors, context);
+    done.timings.push_back({"assemble", static_cast<int64_t>(result.assemble_ms * 1e6)});
+    done.timings.push_back({"run", static_cast<int64_t>(result.run_ms * 1e6)});
+
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const ParamInfo& param = program.params()[i];
+      if (!param.is_output()) continue;
+      wire::TensorMeta meta;
+      meta.name = param.name;
+      meta.dtype = dtype_name(param.dtype);
+      meta.shape = tensors[i].shape();
+      meta.direction = direction_name(param.direction);
+      meta.nbytes = tensors[i].nbytes();
+      const auto bytes = tensors[i].bytes();
+      frames.push_back(wire::frame_of({reinterpret_cast<const char*>(bytes.data()), bytes.size()}));
+      done.outputs.push_back(std::move(meta));
+    }
+    if (result.dfx_dir) {
+      for (const std::string& file : files_under(*result.dfx_dir)) {
+        frames.push_back(wire::frame_of(read_file(*result.dfx_dir / file)));
+        done.dfx_files.push_back(file);
+      }
+    }
+    done.ok = true;
+  } catch (const std::exception& e) {
+    // A kernel that failed may have left this rank out of step with its
+    // peers (a pending barrier, a peer still waiting for a notify).
+    if (kernels_started) dirty_ = true;
+    frames.clear();
+    done.outputs.clear();
+    done.dfx_files.clear();
+    std::string message = e.what();
+    const std::string prefix = "rank " + std::to_string(rank) + ":";
+    if (message.rfind(prefix, 0) != 0) message = prefix + " " + message;
+    done.ok = false;
+    done.error = {message, wire_exit_code(e)};
+    log::error("dispatch d{} of program '{}' failed: {}", d.index, d.program, message);
+  }
+  done.end_unix_ns = realtime_ns();
+  WorkerOutput out;
+  out.message = std::move(done);
+  out.payloads = std::move(frames);
+  out.request_id = job.request_id;
+  post(std::move(out));
+}
+
+bool AgentWorker::shutdown() {
+  chip_.reset();  // joins the core threads
+  if (dirty_) {
+    log::warn(
+        "skipping the collective teardown (windows, MPI_Finalize) after an earlier "
+        "failure: the other ranks may not be able to join it");
+    return false;
+  }
+  // Window sets are freed collectively, in the same order on every rank.
+  for (const std::string& name : build_order_) builds_[name]->windows.reset();
+  builds_.clear();
+  session_.reset();  // MPI_Finalize
+  return true;
+}
+
+}  // namespace pypto::rank

@@ -1,0 +1,146 @@
+// The rank agent's worker thread (docs/protocol.md, "Work happens off the
+// control thread"): it owns MPI — init, the node barrier, window sets, every
+// collective, finalize — and does the slow work: storing shipped blobs,
+// materializing and assembling builds, resetting windows and running
+// dispatches on the chip worker. The control thread hands it jobs in the
+// order the coordinator sent them and sends whatever it puts in the outbox;
+// it never touches the ZeroMQ socket itself.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/wire/protocol.h"
+
+namespace pypto {
+class ChipWorker;
+}
+
+namespace pypto::rank {
+
+namespace fs = std::filesystem;
+
+class MpiSession;
+class WindowSet;
+
+// What the control thread learns of MPI before it says HELLO.
+struct SessionInfo {
+  int rank = 0;
+  int world = 1;
+  std::string host;
+  std::string thread_level;  // "MPI_THREAD_MULTIPLE", ...
+  bool thread_multiple = true;
+  std::string thread_note;
+};
+
+// Fixed once WELCOME has named the run.
+struct WorkerSettings {
+  fs::path blob_store;
+  fs::path binary_store;
+  fs::path workspace;  // this rank's: <workspace>/<build>/ per build
+  std::chrono::milliseconds wait_timeout{60'000};
+  // Deadline of the node barrier before materializing: long, because a rank
+  // of the node may still be compiling an earlier build.
+  std::chrono::milliseconds node_barrier_timeout{600'000};
+};
+
+// Jobs, one per coordinator request; each echoes its request id.
+struct PrepareJob {  // MANIFEST + its BLOBS
+  uint64_t request_id = 0;
+  wire::Manifest manifest;
+  std::vector<std::string> hashes;
+  std::vector<zmq::message_t> blobs;  // one per hash
+};
+struct ResetJob {
+  uint64_t request_id = 0;
+  std::string build;
+};
+struct DispatchJob {
+  uint64_t request_id = 0;
+  wire::Dispatch dispatch;
+  std::vector<zmq::message_t> payloads;  // In/InOut tensors, in argument order
+};
+struct ShutdownJob {};
+using WorkerJob = std::variant<PrepareJob, ResetJob, DispatchJob, ShutdownJob>;
+
+// What the worker hands back to the control thread.
+struct WorkerOutput {
+  enum class Kind {
+    kSend,          // send `message` (+ payloads) with `request_id`
+    kFatal,         // send `message` (an AGENT_ERROR), then exit with `exit_code`
+    kShutdownDone,  // SHUTDOWN handled; `clean` says whether MPI was finalized
+  };
+  Kind kind = Kind::kSend;
+  std::optional<wire::Message> message;
+  std::vector<zmq::message_t> payloads;
+  uint64_t request_id = 0;
+  int exit_code = 0;
+  bool clean = true;
+};
+
+class AgentWorker {
+ public:
+  // `notify` is called on the worker thread whenever the outbox gains an
+  // entry (and when the MPI session is up); it must only wake the control thread.
+  explicit AgentWorker(std::function<void()> notify);
+  // Joins the thread; call only after kShutdownDone (other exits are _exit).
+  ~AgentWorker();
+  AgentWorker(const AgentWorker&) = delete;
+  AgentWorker& operator=(const AgentWorker&) = delete;
+
+  // Starts the thread, which initializes MPI first.
+  void start();
+  // Blocks until MPI is initialized; rethrows its failure.
+  SessionInfo wait_for_session();
+  // Before the first job.
+  void configure(WorkerSettings settings);
+  void submit(WorkerJob job);
+  std::vector<WorkerOutput> take_outputs();
+
+ private:
+  struct Build;
+
+  void main();
+  void post(WorkerOutput output);
+  void prepare(PrepareJob& job);
+  void reset(const ResetJob& job);
+  void dispatch(DispatchJob& job);
+  bool shutdown();
+  void node_barrier();
+  std::string where() const;
+
+  std::function<void()> notify_;
+  std::thread thread_;
+  std::promise<SessionInfo> session_promise_;
+  std::future<SessionInfo> session_future_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<WorkerJob> jobs_;
+  std::vector<WorkerOutput> outputs_;
+
+  // Worker thread only.
+  WorkerSettings settings_;
+  std::unique_ptr<MpiSession> session_;
+  std::map<std::string, std::unique_ptr<Build>> builds_;
+  std::vector<std::string> build_order_;  // creation order of window sets: teardown order
+  std::unique_ptr<ChipWorker> chip_;
+  // An earlier step failed: peers may not be able to join a collective
+  // teardown, so SHUTDOWN skips it.
+  bool dirty_ = false;
+};
+
+}  // namespace pypto::rank
