@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "coordinator/bench_command.h"
 #include "coordinator/exec_command.h"
 #include "coordinator/inspect_command.h"
 #include "coordinator/replay_command.h"
@@ -59,6 +60,12 @@ int pypto_coord_main(int argc, char** argv) {
   add_exec_args(*exec_cmd, exec);
   add_log_level(*exec_cmd, global);
 
+  BenchArgs bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Timed dispatches: prepare once, run --rounds times, print statistics");
+  add_bench_args(*bench_cmd, bench);
+  add_log_level(*bench_cmd, global);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,6 +79,7 @@ int pypto_coord_main(int argc, char** argv) {
     if (*run_cmd) return run_run(run, std::cout);
     if (*replay_cmd) return run_replay(replay, std::cout);
     if (*exec_cmd) return run_exec(exec, global.log_level, std::cout, std::cerr);
+    if (*bench_cmd) return run_bench(bench, std::cout);
   } catch (const std::exception& e) {
     std::cerr << "pypto-coord: error: " << e.what() << "\n";
     return static_cast<int>(exit_code_of(e));

@@ -1,10 +1,12 @@
 #include "coordinator/dispatch_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
 #include "common/error.h"
+#include "launch/command_words.h"
 #include "orchestration/pmu.h"
 
 namespace pypto::coord {
@@ -41,6 +43,21 @@ int cores_from_env(const char* name, int fallback) {
                      "' is not a core count; use an integer from 1 to " +
                      std::to_string(kMaxCores));
   return static_cast<int>(n);
+}
+
+// A positive number of seconds up to a week, as milliseconds; UsageError naming `flag`.
+std::chrono::milliseconds seconds_flag(const char* flag, double t) {
+  if (!std::isfinite(t) || t <= 0 || t > kMaxTimeoutSeconds)
+    throw UsageError(std::string(flag) + " " + number_text(t) +
+                     ": must be a number of seconds > 0 and at most one week");
+  return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(t * 1000)));
+}
+
+std::string seconds_text(double t) {
+  std::ostringstream out;
+  out.precision(17);
+  out << t;
+  return out.str();
 }
 
 }  // namespace
@@ -86,6 +103,25 @@ void add_dispatch_flags(CLI::App& cmd, DispatchFlags& f) {
   cmd.add_option("--timeout", f.timeout_seconds,
                  "dispatch deadline in seconds (default 600); a dispatch still running then "
                  "fails (exit 1)");
+  cmd.add_option("--agents", f.agents,
+                 "L3: 'embedded' (default) launches mpirun -n <world> pypto-rank itself; "
+                 "'external' waits at --bind for agents launched elsewhere")
+      ->check(CLI::IsMember({"embedded", "external"}));
+  cmd.add_option("--bind", f.bind,
+                 "L3: the address agents connect to, tcp://ADDR:PORT (required with --agents "
+                 "external; default an ephemeral loopback port)");
+  cmd.add_option("--mpirun-args", f.mpirun_args,
+                 "L3: extra mpirun arguments, one string split like a shell (\"--mca btl "
+                 "self,vader\")");
+  cmd.add_option("--hostfile", f.hostfile, "L3: passed to mpirun --hostfile");
+  cmd.add_option("--startup-timeout", f.startup_timeout_seconds,
+                 "L3: seconds until every agent has connected (default 120)");
+  cmd.add_option("--heartbeat-timeout", f.heartbeat_timeout_seconds,
+                 "L3: seconds of silence after which an agent (or the coordinator, for the "
+                 "agents) counts as gone (default 10)");
+  cmd.add_option("--wait-timeout", f.wait_timeout_seconds,
+                 "L3: deadline in seconds of a kernel's wait() on a signal cell (default 60); "
+                 "its expiry fails the dispatch naming rank, window, cell and values");
 }
 
 RunConfig DispatchSettings::config_for(const std::string& platform) const {
@@ -134,13 +170,36 @@ DispatchSettings resolve_dispatch_flags(const DispatchFlags& f) {
   s.cores.aic = f.aic_cores ? *f.aic_cores : cores_from_env("PYPTO_AIC_CORES", s.cores.aic);
   s.cores.aiv = f.aiv_cores ? *f.aiv_cores : cores_from_env("PYPTO_AIV_CORES", s.cores.aiv);
 
-  if (f.timeout_seconds) {
-    const double t = *f.timeout_seconds;
-    if (!std::isfinite(t) || t <= 0 || t > kMaxTimeoutSeconds)
-      throw UsageError("--timeout " + number_text(t) +
-                       ": must be a number of seconds > 0 and at most one week");
-    s.timeout = std::chrono::milliseconds(std::max<int64_t>(1, std::llround(t * 1000)));
+  if (f.timeout_seconds) s.timeout = seconds_flag("--timeout", *f.timeout_seconds);
+  if (f.wait_timeout_seconds) s.wait_timeout = seconds_flag("--wait-timeout", *f.wait_timeout_seconds);
+
+  DistributedWorkerOptions& agents = s.agents;
+  agents.agents = f.agents == "external" ? AgentMode::kExternal : AgentMode::kEmbedded;
+  if (agents.agents == AgentMode::kExternal && !f.bind)
+    throw UsageError("--agents external needs --bind tcp://ADDR:PORT, the address the agents "
+                     "connect to (mpirun -n <world> pypto-rank --coord tcp://HOST:PORT)");
+  if (f.bind) {
+    if (f.bind->rfind("tcp://", 0) != 0)
+      throw UsageError("--bind " + *f.bind + ": expected tcp://ADDR:PORT (tcp://*:5555)");
+    agents.bind = *f.bind;
   }
+  if (agents.agents == AgentMode::kExternal && (f.mpirun_args || f.hostfile))
+    throw UsageError("--mpirun-args and --hostfile shape the mpirun that --agents embedded "
+                     "starts; with --agents external pass them to your own mpirun");
+  if (f.mpirun_args) agents.mpirun.mpirun_args = launch::split_command_words(*f.mpirun_args);
+  if (f.hostfile) agents.mpirun.hostfile = fs::path(*f.hostfile);
+  if (f.startup_timeout_seconds)
+    agents.startup_timeout = seconds_flag("--startup-timeout", *f.startup_timeout_seconds);
+  if (f.heartbeat_timeout_seconds) {
+    agents.heartbeat_timeout = seconds_flag("--heartbeat-timeout", *f.heartbeat_timeout_seconds);
+    agents.heartbeat_interval =
+        std::min(agents.heartbeat_interval, std::max(std::chrono::milliseconds(50),
+                                                     agents.heartbeat_timeout / 4));
+  }
+  // The agents size their simulated cores from these variables, which mpirun hands
+  // them (they inherit its environment on this host; -x for the others).
+  if (f.aic_cores) agents.mpirun.env.push_back("PYPTO_AIC_CORES=" + std::to_string(s.cores.aic));
+  if (f.aiv_cores) agents.mpirun.env.push_back("PYPTO_AIV_CORES=" + std::to_string(s.cores.aiv));
   return s;
 }
 
@@ -162,12 +221,16 @@ std::vector<std::string> dispatch_flags_argv(const DispatchFlags& f) {
   if (f.ring_dep_pool) add("--ring-dep-pool", *f.ring_dep_pool);
   if (f.aic_cores) add("--aic-cores", std::to_string(*f.aic_cores));
   if (f.aiv_cores) add("--aiv-cores", std::to_string(*f.aiv_cores));
-  if (f.timeout_seconds) {
-    std::ostringstream out;
-    out.precision(17);
-    out << *f.timeout_seconds;
-    add("--timeout", out.str());
-  }
+  if (f.timeout_seconds) add("--timeout", seconds_text(*f.timeout_seconds));
+  if (f.agents != "embedded") add("--agents", f.agents);
+  if (f.bind) add("--bind", *f.bind);
+  if (f.mpirun_args) add("--mpirun-args", *f.mpirun_args);
+  if (f.hostfile) add("--hostfile", *f.hostfile);
+  if (f.startup_timeout_seconds)
+    add("--startup-timeout", seconds_text(*f.startup_timeout_seconds));
+  if (f.heartbeat_timeout_seconds)
+    add("--heartbeat-timeout", seconds_text(*f.heartbeat_timeout_seconds));
+  if (f.wait_timeout_seconds) add("--wait-timeout", seconds_text(*f.wait_timeout_seconds));
   return argv;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/run_config.h"
+#include "coordinator/distributed_worker.h"
 #include "orchestration/chip_worker.h"
 
 namespace pypto::coord {
@@ -35,6 +36,14 @@ struct DispatchFlags {
   std::optional<int> aic_cores;  // else PYPTO_AIC_CORES, else sized to the machine
   std::optional<int> aiv_cores;  // else PYPTO_AIV_CORES
   std::optional<double> timeout_seconds;
+  // L3 builds (docs/commands.md, "L3 builds"): how the rank agents come to be.
+  std::string agents = "embedded";  // or "external"
+  std::optional<std::string> bind;
+  std::optional<std::string> mpirun_args;  // one string, split like a shell
+  std::optional<std::string> hostfile;
+  std::optional<double> startup_timeout_seconds;
+  std::optional<double> heartbeat_timeout_seconds;
+  std::optional<double> wait_timeout_seconds;
 };
 
 // What the flags resolve to, checked; built before any directory is touched
@@ -43,6 +52,9 @@ struct DispatchSettings {
   RunConfig config;  // platform left at the default; see config_for()
   CoreCounts cores;
   std::optional<std::chrono::milliseconds> timeout;
+  // L3: agents (launch mode, mpirun, deadlines) and a kernel wait()'s deadline.
+  DistributedWorkerOptions agents;
+  std::optional<std::chrono::milliseconds> wait_timeout;
 
   // `config` running on `platform` (the build's effective platform).
   RunConfig config_for(const std::string& platform) const;

@@ -6,7 +6,9 @@
 #include "common/error.h"
 #include "common/subprocess.h"
 #include "coordinator/exec_manifest.h"
+#include "artifact/build_kind.h"
 #include "coordinator/l2_run.h"
+#include "coordinator/l3_run.h"
 
 namespace pypto::coord {
 
@@ -31,28 +33,48 @@ int exit_code_for(const std::vector<ExecStatus>& statuses) {
   return static_cast<int>(infra ? ExitCode::kInfra : ExitCode::kOk);
 }
 
-// Runs and validates one directory in this process; diagnostics to `err`.
+[[noreturn]] void throw_no_golden(const std::string& dir) {
+  throw InfraError("exec validates against golden/, and " + dir +
+                   " has no golden/; use `pypto-coord run " + dir +
+                   " --input NAME=FILE.npy` to run it without validation");
+}
+
+// Runs and validates one directory in this process; diagnostics to `err`. `devices`
+// becomes what the PASS line reports: the device id (L2) or every rank's, comma-separated.
 ExecStatus exec_in_process(const std::string& dir, const DispatchFlags& flags,
-                           const DispatchSettings& settings, std::ostream& err) {
+                           const DispatchSettings& settings, std::string& devices,
+                           std::ostream& err) {
   try {
-    const CompiledProgram program = load_l2_program(dir, flags.platform, "exec");
-    if (!program.golden())
-      throw InfraError("exec validates against golden/, and " + dir +
-                       " has no golden/; use `pypto-coord run " + dir +
-                       " --input NAME=FILE.npy` to run it without validation");
     L2RunRequest request;
     request.validate = true;
+    if (detect_build_kind(dir) == BuildKind::kL3) {
+      const DistributedCompiledProgram program = load_l3_program(dir, flags.platform);
+      if (!program.golden()) throw_no_golden(dir);
+      run_l3_program(program, request, settings, err);
+      devices = device_list(program.device_ids());
+      return ExecStatus::kPass;
+    }
+    const CompiledProgram program = load_l2_program(dir, flags.platform, "exec");
+    if (!program.golden()) throw_no_golden(dir);
     run_l2_program(program, request, settings, err);
+    devices = std::to_string(settings.config.device_id);
     return ExecStatus::kPass;
+  } catch (const InterruptedError&) {
+    throw;  // Ctrl-C ends exec itself, not just this directory
   } catch (const std::exception& e) {
     err << "pypto-coord: error: " << e.what() << std::endl;
     return status_of(e);
   }
 }
 
-std::optional<ExecStatus> parse_marker(std::string_view line) {
+// The child's marker line; `devices` gets its device= value (L3: every rank's ids).
+std::optional<ExecStatus> parse_marker(std::string_view line, std::string& devices) {
   if (line.substr(0, kMarkerPrefix.size()) != kMarkerPrefix) return std::nullopt;
   std::string_view word = line.substr(kMarkerPrefix.size());
+  if (const size_t at = word.find(" device="); at != std::string_view::npos) {
+    std::string_view value = word.substr(at + 8);
+    devices = std::string(value.substr(0, value.find(' ')));
+  }
   word = word.substr(0, word.find(' '));
   if (word == "PASS") return ExecStatus::kPass;
   if (word == "FAIL") return ExecStatus::kFail;
@@ -64,7 +86,7 @@ std::optional<ExecStatus> parse_marker(std::string_view line) {
 ExecStatus exec_in_child(const ManifestEntry& entry, const ExecArgs& args,
                          const std::optional<std::string>& log_level,
                          const std::optional<std::chrono::milliseconds>& timeout,
-                         std::ostream& err) {
+                         std::string& devices, std::ostream& err) {
   const std::string prefix = "[" + entry.work_dir + "] ";
   std::optional<std::string> platform = entry.platform ? entry.platform : args.dispatch.platform;
   try {
@@ -99,7 +121,7 @@ ExecStatus exec_in_child(const ManifestEntry& entry, const ExecArgs& args,
   std::optional<ExecStatus> status;
   std::istringstream lines(result.output);
   for (std::string line; std::getline(lines, line);) {
-    if (auto s = parse_marker(line)) {
+    if (auto s = parse_marker(line, devices)) {
       status = s;
       continue;
     }
@@ -132,10 +154,12 @@ int exec_manifest(const ExecArgs& args, const DispatchSettings& settings,
         << std::endl;
   std::vector<ExecStatus> statuses;
   for (const ManifestEntry& entry : entries) {
-    const ExecStatus status = exec_in_child(entry, args, log_level, settings.timeout, err);
+    std::string devices = std::to_string(settings.config.device_id);
+    const ExecStatus status =
+        exec_in_child(entry, args, log_level, settings.timeout, devices, err);
     statuses.push_back(status);
     out << kMarkerPrefix << exec_status_name(status) << " work_dir=" << entry.work_dir;
-    if (status == ExecStatus::kPass) out << " device=" << settings.config.device_id;
+    if (status == ExecStatus::kPass) out << " device=" << devices;
     out << std::endl;
   }
   return exit_code_for(statuses);
@@ -169,9 +193,10 @@ int run_exec(const ExecArgs& args, const std::optional<std::string>& log_level, 
   const DispatchSettings settings = resolve_dispatch_flags(args.dispatch);
   if (args.manifest) return exec_manifest(args, settings, log_level, out, err);
 
-  const ExecStatus status = exec_in_process(*args.dir, args.dispatch, settings, err);
+  std::string devices;
+  const ExecStatus status = exec_in_process(*args.dir, args.dispatch, settings, devices, err);
   out << kMarkerPrefix << exec_status_name(status);
-  if (status == ExecStatus::kPass) out << " device=" << settings.config.device_id;
+  if (status == ExecStatus::kPass) out << " device=" << devices;
   out << std::endl;
   return exit_code_for({status});
 }

@@ -39,25 +39,25 @@ Tensor read_input(const fs::path& file, const std::string& what) {
 
 // An Out parameter: fresh zeroed storage of its declared shape, or, for a
 // dynamic shape, of the shape of its golden/expected file.
-Tensor allocate_output(const CompiledProgram& program, const ParamInfo& p, std::string& source) {
+Tensor allocate_output(const ProgramData& program, const ParamInfo& p, std::string& source) {
   if (!p.has_dynamic_shape()) {
     source = "allocated " + p.type_string();
     return Tensor::empty(p.dtype, p.shape);
   }
-  const fs::path expected = GoldenSpec::expected_path(program.dir(), p.name);
+  const fs::path expected = GoldenSpec::expected_path(program.dir, p.name);
   std::error_code ec;
-  if (!program.golden() || !fs::is_regular_file(expected, ec))
+  if (!program.golden || !fs::is_regular_file(expected, ec))
     throw InfraError("cannot allocate Out parameter '" + p.name + "' of " + p.type_string() +
                      ": its shape is dynamic and " +
-                     sidecar_display(program.dir(), "golden/expected/" + p.name + ".npy") +
+                     sidecar_display(program.dir, "golden/expected/" + p.name + ".npy") +
                      " is absent to size it; recompile the program with a static shape or add "
                      "the expected output to golden/");
   Tensor shape_source = read_input(expected, "sizing Out parameter '" + p.name + "'");
   if (!matches(p, shape_source))
-    throw ArtifactError(sidecar_display(program.dir(), "golden/expected/" + p.name + ".npy"), "",
+    throw ArtifactError(sidecar_display(program.dir, "golden/expected/" + p.name + ".npy"), "",
                         "holds " + shape_source.describe() + ", but parameter '" + p.name +
                             "' is " + p.type_string(),
-                        recompile_remedy(program.dir()));
+                        recompile_remedy(program.dir));
   source = "allocated " + shape_source.describe() + " (shape of golden/expected/" + p.name +
            ".npy)";
   return Tensor::empty(p.dtype, shape_source.shape());
@@ -72,15 +72,15 @@ InputOverride parse_input_override(const std::string& text) {
   return {text.substr(0, eq), fs::path(text.substr(eq + 1))};
 }
 
-ProgramArguments prepare_arguments(const CompiledProgram& program,
+ProgramArguments prepare_arguments(const ProgramData& program,
                                    const std::vector<InputOverride>& overrides) {
-  const std::vector<ParamInfo>& params = program.params();
+  const std::vector<ParamInfo>& params = program.params;
   std::map<std::string, fs::path> given;
   for (const InputOverride& o : overrides) {
     const std::string flag = "--input " + o.name + "=" + o.file.string();
     const ParamInfo* p = find_param(params, o.name);
     if (!p)
-      throw UsageError(flag + ": program '" + program.name() + "' has no parameter '" + o.name +
+      throw UsageError(flag + ": program '" + program.name + "' has no parameter '" + o.name +
                        "'; its inputs are " + input_names(params));
     if (!p->is_input())
       throw UsageError(flag + ": '" + o.name +
@@ -111,18 +111,18 @@ ProgramArguments prepare_arguments(const CompiledProgram& program,
       args.sources.push_back(it->second.string());
       continue;
     }
-    if (!program.golden())
+    if (!program.golden)
       throw UsageError("no data for input '" + p.name + "' (" + p.type_string() + "): " +
-                       program.dir().string() + " has no golden/; pass --input " + p.name +
+                       program.dir.string() + " has no golden/; pass --input " + p.name +
                        "=FILE.npy");
     const std::string rel = std::string(kGoldenInputsDir) + "/" + p.name + ".npy";
-    const std::string display = sidecar_display(program.dir(), rel);
-    Tensor t = read_input(GoldenSpec::input_path(program.dir(), p.name), "input '" + p.name + "'");
+    const std::string display = sidecar_display(program.dir, rel);
+    Tensor t = read_input(GoldenSpec::input_path(program.dir, p.name), "input '" + p.name + "'");
     if (!matches(p, t))
       throw ArtifactError(display, "",
                           "holds " + t.describe() + ", but parameter '" + p.name + "' is " +
                               p.type_string(),
-                          recompile_remedy(program.dir()));
+                          recompile_remedy(program.dir));
     args.tensors.push_back(std::move(t));
     args.sources.push_back(rel);
   }

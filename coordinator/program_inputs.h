@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "artifact/compiled_program.h"
+#include "coordinator/program_data.h"
 #include "common/tensor.h"
 
 namespace pypto::coord {
@@ -34,7 +34,7 @@ struct ProgramArguments {
 // - InfraError / ArtifactError (3): a file is missing, unreadable or not a
 //   valid .npy; a golden/inputs file does not match its parameter; an Out
 //   parameter of dynamic shape has no golden/expected file to size it.
-ProgramArguments prepare_arguments(const CompiledProgram& program,
+ProgramArguments prepare_arguments(const ProgramData& program,
                                    const std::vector<InputOverride>& overrides);
 
 }  // namespace pypto::coord

@@ -1,8 +1,10 @@
 #include "coordinator/replay_command.h"
 
 #include "artifact/binary_cache.h"
+#include "artifact/build_kind.h"
 #include "artifact/splice.h"
 #include "common/error.h"
+#include "coordinator/l3_run.h"
 
 namespace pypto::coord {
 
@@ -41,24 +43,38 @@ void add_replay_args(CLI::App& cmd, ReplayArgs& args) {
 int run_replay(const ReplayArgs& args, std::ostream& out) {
   const L2RunRequest request = make_run_request(args.run);
   const DispatchSettings settings = resolve_dispatch_flags(args.run.dispatch);
-  // Loading first: a broken sidecar, an L3 build or an onboard platform fails
-  // before any kernel source is rewritten.
-  const CompiledProgram program =
-      load_l2_program(args.run.dir, args.run.dispatch.platform, "replay");
+  // Loading first: a broken sidecar or an onboard platform fails before any
+  // kernel source is rewritten.
+  const fs::path dir = args.run.dir;
+  const bool distributed = detect_build_kind(dir) == BuildKind::kL3;
+  std::optional<CompiledProgram> l2;
+  std::optional<DistributedCompiledProgram> l3;
+  if (distributed)
+    l3 = load_l3_program(dir, args.run.dispatch.platform);
+  else
+    l2 = load_l2_program(dir, args.run.dispatch.platform, "replay");
 
+  // Both recurse into every next_levels/<r>/ of an L3 build.
   if (args.no_rebuild_from_pto)
     out << "splice: off (--no-rebuild-from-pto)\n";
   else
-    print_splice(rebuild_kernel_cpp_from_pto(program.dir()), out);
+    print_splice(rebuild_kernel_cpp_from_pto(dir), out);
 
   if (args.no_recompile) {
     out << "cache: kept (--no-recompile); sources whose content changed are still rebuilt\n";
   } else {
-    const size_t removed = invalidate_binary_cache(program.dir());
+    const size_t removed = invalidate_binary_cache(dir);
     out << "cache: invalidated " << removed << " cached binar" << (removed == 1 ? "y" : "ies")
-        << "; every source is compiled again\n";
+        << "; every source is compiled again";
+    // Rank agents compile into their host's store, keyed by content: an edited
+    // source is a new key there, so it compiles; unchanged ones are reused.
+    if (distributed) out << " (rank agents rebuild every source whose content changed)";
+    out << "\n";
   }
-  run_l2_program(program, request, settings, out);
+  if (distributed)
+    run_l3_program(*l3, request, settings, out);
+  else
+    run_l2_program(*l2, request, settings, out);
   return 0;
 }
 

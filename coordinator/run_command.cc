@@ -1,6 +1,8 @@
 #include "coordinator/run_command.h"
 
+#include "artifact/build_kind.h"
 #include "common/error.h"
+#include "coordinator/l3_run.h"
 
 namespace pypto::coord {
 
@@ -31,6 +33,10 @@ L2RunRequest make_run_request(const RunArgs& args) {
 int run_run(const RunArgs& args, std::ostream& out) {
   const L2RunRequest request = make_run_request(args);
   const DispatchSettings settings = resolve_dispatch_flags(args.dispatch);
+  if (detect_build_kind(args.dir) == BuildKind::kL3) {
+    run_l3_program(load_l3_program(args.dir, args.dispatch.platform), request, settings, out);
+    return 0;
+  }
   const CompiledProgram program = load_l2_program(args.dir, args.dispatch.platform, "run");
   run_l2_program(program, request, settings, out);
   return 0;

@@ -162,22 +162,22 @@ int ValidationReport::failures() const {
   return n;
 }
 
-ValidationReport validate_outputs(const CompiledProgram& program, const std::vector<Tensor>& args) {
-  if (!program.golden())
-    throw UsageError(program.dir().string() + " has no golden/ to validate against");
-  const GoldenSpec& golden = *program.golden();
+ValidationReport validate_outputs(const ProgramData& program, const std::vector<Tensor>& args) {
+  if (!program.golden)
+    throw UsageError(program.dir.string() + " has no golden/ to validate against");
+  const GoldenSpec& golden = *program.golden;
   ValidationReport report;
   report.rtol = golden.rtol;
   report.atol = golden.atol;
-  const auto& params = program.params();
+  const auto& params = program.params;
   for (const std::string& name : golden.outputs) {
     size_t i = 0;
     while (i < params.size() && params[i].name != name) ++i;
     if (i == params.size()) continue;  // GoldenSpec::load rejects unknown outputs
-    const std::string display = sidecar_display(program.dir(), "golden/expected/" + name + ".npy");
+    const std::string display = sidecar_display(program.dir, "golden/expected/" + name + ".npy");
     Tensor expected;
     try {
-      expected = read_npy(GoldenSpec::expected_path(program.dir(), name));
+      expected = read_npy(GoldenSpec::expected_path(program.dir, name));
     } catch (const Error& e) {
       throw InfraError(std::string("expected output '") + name + "': " + e.what());
     }
@@ -185,12 +185,12 @@ ValidationReport validate_outputs(const CompiledProgram& program, const std::vec
       throw ArtifactError(display, "",
                           "holds " + expected.describe() + ", but output '" + name + "' is " +
                               params[i].type_string(),
-                          recompile_remedy(program.dir()));
+                          recompile_remedy(program.dir));
     if (expected.shape() != args[i].shape())
       throw ArtifactError(display, "",
                           "holds " + expected.describe() + ", but the program's output '" + name +
                               "' is " + args[i].describe(),
-                          recompile_remedy(program.dir()));
+                          recompile_remedy(program.dir));
     report.outputs.push_back(compare_output(name, args[i], expected, golden.rtol, golden.atol));
   }
   return report;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "artifact/compiled_program.h"
+#include "coordinator/program_data.h"
 #include "common/tensor.h"
 
 namespace pypto::coord {
@@ -50,10 +50,10 @@ struct ValidationReport {
 };
 
 // Compares every output golden.json lists; `args` holds one tensor per
-// parameter in call order. Needs program.golden(). A golden/expected file
+// parameter in call order. Needs program.golden. A golden/expected file
 // that cannot be read or has another dtype than its parameter is an
 // ArtifactError (exit 3): the directory is broken, not the program.
-ValidationReport validate_outputs(const CompiledProgram& program, const std::vector<Tensor>& args);
+ValidationReport validate_outputs(const ProgramData& program, const std::vector<Tensor>& args);
 
 // "[3, 17]".
 std::string index_text(const std::vector<int64_t>& index);

@@ -94,7 +94,11 @@ inline CoordResult coord(const std::vector<std::string>& args,
 
 // Makes every ptoas/<unit>.pto older than its ptoas/<unit>.cpp, as in a fresh
 // compile; copying does not keep mtimes, so a copy could look hand-edited.
+// Recurses into next_levels/<r>/ of an L3 build.
 inline void settle_ptoas_mtimes(const fs::path& dir) {
+  const fs::path next_levels = dir / "next_levels";
+  if (fs::is_directory(next_levels))
+    for (const auto& level : fs::directory_iterator(next_levels)) settle_ptoas_mtimes(level.path());
   const fs::path ptoas = dir / "ptoas";
   if (!fs::is_directory(ptoas)) return;
   const auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);

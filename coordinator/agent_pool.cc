@@ -1,0 +1,390 @@
+#include "coordinator/agent_pool.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "coordinator/interrupt.h"
+
+namespace pypto::coord {
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+// How long fail_lost keeps listening for the other agents' last words (a rank killed by
+// mpirun's teardown says so) before it decides whom to blame.
+constexpr milliseconds kBlameWindow{1500};
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+// A pidfd for `pid` when it is a pypto-rank process of this host, else -1: the same
+// host name may hide another PID namespace, so the process must look like an agent.
+int open_agent_pidfd(int64_t pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (!comm || !std::getline(comm, name) || name.rfind("pypto-rank", 0) != 0) return -1;
+  const long fd = ::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0);
+  return fd < 0 ? -1 : static_cast<int>(fd);
+}
+
+double seconds(milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
+
+std::string seconds_text(milliseconds ms) {
+  std::ostringstream text;
+  text << seconds(ms) << " s";
+  return text.str();
+}
+
+}  // namespace
+
+AgentPool::AgentPool(zmq::context_t& context, AgentPoolOptions options)
+    : options_(std::move(options)),
+      channel_(wire::Channel::bind(context, options_.bind)),
+      hostname_(host_name()) {
+  if (options_.world < 1) throw UsageError("the world size must be at least 1");
+  agents_.resize(static_cast<size_t>(options_.world));
+  for (int r = 0; r < options_.world; ++r) agents_[static_cast<size_t>(r)].rank = r;
+}
+
+AgentPool::~AgentPool() {
+  for (AgentInfo& agent : agents_)
+    if (agent.pidfd >= 0) ::close(agent.pidfd);
+}
+
+std::string AgentPool::connect_endpoint() const {
+  std::string endpoint = this->endpoint();
+  for (const std::string wildcard : {"0.0.0.0", "*", "[::]"}) {
+    const size_t at = endpoint.find("://" + wildcard + ":");
+    if (at != std::string::npos) {
+      endpoint.replace(at + 3, wildcard.size(), hostname_);
+      break;
+    }
+  }
+  return endpoint;
+}
+
+void AgentPool::watch_job(std::function<std::optional<std::string>()> poll, int pidfd) {
+  job_poll_ = std::move(poll);
+  job_pidfd_ = pidfd;
+}
+
+std::string AgentPool::describe(int rank) const {
+  const AgentInfo& agent = this->agent(rank);
+  if (agent.identity.empty()) return "rank " + std::to_string(rank);
+  return "rank " + std::to_string(rank) + " (pid " + std::to_string(agent.pid) + " on " +
+         agent.host + ")";
+}
+
+void AgentPool::set_activity(int rank, std::string activity) {
+  agents_.at(static_cast<size_t>(rank)).activity = std::move(activity);
+}
+
+int AgentPool::rank_of(const std::string& identity) const {
+  auto it = rank_by_identity_.find(identity);
+  return it == rank_by_identity_.end() ? -1 : it->second;
+}
+
+void AgentPool::refuse(const std::string& identity, const wire::Refuse& refusal) {
+  try {
+    channel_.send_to(identity, refusal);
+  } catch (const std::exception& e) {
+    log::debug("could not deliver the REFUSE: {}", e.what());
+  }
+}
+
+void AgentPool::handle_hello(wire::Decoded& decoded) {
+  const wire::Hello& hello = decoded.as<wire::Hello>();
+  if (hello.world != options_.world) {
+    wire::Refuse refusal;
+    refusal.reason = "this build runs on " + std::to_string(options_.world) +
+                     " ranks, but the agent's MPI world has " + std::to_string(hello.world) +
+                     "; launch the agents with mpirun -n " + std::to_string(options_.world);
+    refusal.agent_version = hello.protocol_version;
+    refuse(decoded.identity, refusal);
+    throw InfraError("refused rank " + std::to_string(hello.rank) + " (pid " +
+                     std::to_string(hello.pid) + " on " + hello.host + "): " + refusal.reason);
+  }
+  AgentInfo& agent = agents_.at(static_cast<size_t>(hello.rank));
+  if (!agent.identity.empty()) {
+    wire::Refuse refusal;
+    refusal.reason = "rank " + std::to_string(hello.rank) + " is already connected (pid " +
+                     std::to_string(agent.pid) + " on " + agent.host +
+                     "); two agent jobs point at this coordinator";
+    refusal.agent_version = hello.protocol_version;
+    refuse(decoded.identity, refusal);
+    throw InfraError("refused a second rank " + std::to_string(hello.rank) + " (pid " +
+                     std::to_string(hello.pid) + " on " + hello.host + "): " + refusal.reason);
+  }
+  agent.identity = decoded.identity;
+  agent.host = hello.host;
+  agent.pid = hello.pid;
+  agent.mpi_thread_level = hello.mpi_thread_level;
+  agent.held_hashes = hello.held_hashes;
+  agent.local = hello.host == hostname_;
+  if (agent.local) agent.pidfd = open_agent_pidfd(hello.pid);
+  agent.last_heard = Clock::now();
+  rank_by_identity_[agent.identity] = hello.rank;
+  ++connected_;
+
+  wire::Welcome welcome;
+  welcome.run_id = options_.run_id;
+  welcome.heartbeat_interval_ms = static_cast<uint32_t>(options_.heartbeat_interval.count());
+  welcome.deadline_ms = static_cast<uint32_t>(options_.heartbeat_timeout.count());
+  send(hello.rank, welcome, {}, decoded.envelope.request_id);
+  log::debug("{} connected ({}, {})", describe(hello.rank), hello.mpi_thread_level,
+             agent.local ? "watched by pidfd" : "watched by heartbeats");
+}
+
+void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) {
+  while (connected_ < options_.world) {
+    check_interrupt();
+    if (job_poll_) {
+      if (auto ended = job_poll_()) {
+        throw InfraError("the agents' job " + *ended + " before every rank connected; see its " +
+                         "output above");
+      }
+    }
+    std::optional<wire::Decoded> decoded;
+    try {
+      decoded = channel_.receive(milliseconds(0));
+    } catch (const wire::ProtocolVersionError& e) {
+      refuse(e.peer_identity(), wire::make_version_refusal(e.peer_rank(), e.peer_version()));
+      throw InfraError(e.what());
+    }
+    if (decoded) {
+      if (decoded->is<wire::Hello>()) {
+        handle_hello(*decoded);
+      } else if (int rank = rank_of(decoded->identity); rank >= 0) {
+        agents_[static_cast<size_t>(rank)].last_heard = Clock::now();
+        if (auto* error = std::get_if<wire::AgentError>(&decoded->message)) {
+          throw InfraError("rank " + std::to_string(rank) + " failed while the run started: " +
+                           error->message);
+        }
+      } else {
+        log::warn("ignoring a {} from a peer that has not said HELLO",
+                  wire::message_type_name(decoded->type()));
+      }
+      continue;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::string missing;
+      for (const AgentInfo& agent : agents_)
+        if (agent.identity.empty()) missing += (missing.empty() ? "" : ", ") + std::to_string(agent.rank);
+      throw InfraError("only " + std::to_string(connected_) + " of " +
+                       std::to_string(options_.world) + " agents connected to " +
+                       connect_endpoint() + " in time; missing rank(s) " + missing + ". " + hint);
+    }
+    send_heartbeats(now);
+    wait_readable(std::min(deadline, now + options_.heartbeat_interval));
+  }
+}
+
+void AgentPool::send(int rank, const wire::Message& message, std::vector<zmq::message_t> payloads,
+                     uint64_t request_id) {
+  AgentInfo& agent = agents_.at(static_cast<size_t>(rank));
+  channel_.send_to(agent.identity, message, std::move(payloads), request_id);
+  agent.last_sent = Clock::now();
+}
+
+void AgentPool::send_heartbeats(Clock::time_point now) {
+  for (AgentInfo& agent : agents_) {
+    if (agent.identity.empty() || agent.process_gone) continue;
+    if (now - agent.last_sent < options_.heartbeat_interval) continue;
+    try {
+      send(agent.rank, wire::Heartbeat{});
+    } catch (const std::exception& e) {
+      // Mandatory routing: the peer's connection is gone.
+      fail_lost(describe(agent.rank) + " cannot be reached (" + e.what() + ")");
+    }
+  }
+}
+
+void AgentPool::check_silence(Clock::time_point now) {
+  for (const AgentInfo& agent : agents_) {
+    if (agent.identity.empty() || agent.process_gone) continue;
+    const auto silent = duration_cast<milliseconds>(now - agent.last_heard);
+    if (silent <= options_.heartbeat_timeout) continue;
+    std::string message = describe(agent.rank) + " has been silent for " + seconds_text(silent) +
+                          " (heartbeat timeout " + seconds_text(options_.heartbeat_timeout) + ")";
+    if (!agent.activity.empty()) message += " while running " + agent.activity;
+    message += "; its process or host is gone or stuck. The other ranks were stopped";
+    if (!agent.activity.empty()) throw ProgramError(message);
+    throw InfraError(message);
+  }
+}
+
+void AgentPool::check_interrupt() const {
+  if (const int signo = InterruptScope::signal_received()) {
+    throw InterruptedError(std::string("interrupted by ") + InterruptScope::signal_name(signo) +
+                           "; stopping every agent");
+  }
+}
+
+void AgentPool::note_gone_processes() {
+  for (AgentInfo& agent : agents_) {
+    if (agent.pidfd < 0 || agent.process_gone) continue;
+    zmq_pollitem_t item{nullptr, agent.pidfd, ZMQ_POLLIN, 0};
+    if (zmq_poll(&item, 1, 0) > 0 && (item.revents & ZMQ_POLLIN)) agent.process_gone = true;
+  }
+}
+
+void AgentPool::wait_readable(Clock::time_point until) {
+  std::vector<zmq_pollitem_t> items;
+  items.push_back({channel_.socket().handle(), 0, ZMQ_POLLIN, 0});
+  if (InterruptScope::fd() >= 0) items.push_back({nullptr, InterruptScope::fd(), ZMQ_POLLIN, 0});
+  if (job_pidfd_ >= 0) items.push_back({nullptr, job_pidfd_, ZMQ_POLLIN, 0});
+  for (const AgentInfo& agent : agents_)
+    if (agent.pidfd >= 0 && !agent.process_gone) items.push_back({nullptr, agent.pidfd, ZMQ_POLLIN, 0});
+  const auto remaining = duration_cast<milliseconds>(until - Clock::now());
+  // Round up so a sub-millisecond remainder sleeps instead of spinning on 0 ms polls.
+  const long timeout = std::max<long>(1, remaining.count() + 1);
+  if (zmq_poll(items.data(), static_cast<int>(items.size()), timeout) < 0 && zmq_errno() != EINTR)
+    throw InfraError(std::string("zmq_poll failed: ") + zmq_strerror(zmq_errno()));
+}
+
+std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
+  while (true) {
+    check_interrupt();
+    const auto now = Clock::now();
+    note_gone_processes();
+    for (const AgentInfo& agent : agents_)
+      if (agent.process_gone && !agent.stopped_by_signal)
+        fail_lost("the process of " + describe(agent.rank) + " ended");
+    if (job_poll_) {
+      if (auto ended = job_poll_()) fail_lost("the agents' job " + *ended);
+    }
+
+    std::optional<wire::Decoded> decoded;
+    try {
+      decoded = channel_.receive(milliseconds(0));
+    } catch (const wire::ProtocolVersionError& e) {
+      refuse(e.peer_identity(), wire::make_version_refusal(e.peer_rank(), e.peer_version()));
+      throw InfraError(e.what());
+    } catch (const wire::ProtocolError& e) {
+      throw InfraError(e.what());
+    }
+    if (decoded) {
+      const int rank = rank_of(decoded->identity);
+      if (rank < 0) {
+        if (decoded->is<wire::Hello>()) handle_hello(*decoded);  // refuses: every rank is here
+        log::warn("ignoring a {} from a peer that has not said HELLO",
+                  wire::message_type_name(decoded->type()));
+        continue;
+      }
+      AgentInfo& agent = agents_[static_cast<size_t>(rank)];
+      agent.last_heard = now;
+      if (decoded->is<wire::Heartbeat>()) continue;
+      if (decoded->is<wire::Hello>()) handle_hello(*decoded);  // a second HELLO: refused
+      if (auto* error = std::get_if<wire::AgentError>(&decoded->message)) {
+        if (error->exit_code >= 128) {
+          agent.stopped_by_signal = error->message;
+          fail_lost(describe(rank) + " was stopped: " + error->message);
+        }
+        std::string message = error->message;
+        if (message.rfind("rank ", 0) != 0) message = describe(rank) + ": " + message;
+        if (error->exit_code == static_cast<int>(ExitCode::kFail)) throw ProgramError(message);
+        throw InfraError(message);
+      }
+      return Incoming{rank, std::move(*decoded)};
+    }
+
+    if (now >= deadline) return std::nullopt;
+    send_heartbeats(now);
+    check_silence(now);
+    Clock::time_point wake = std::min(deadline, now + options_.heartbeat_interval);
+    if (job_poll_ && job_pidfd_ < 0) wake = std::min(wake, now + milliseconds(250));
+    wait_readable(wake);
+  }
+}
+
+void AgentPool::fail_lost(const std::string& trigger) {
+  // Listen a little longer: when one agent dies, mpirun stops the others, and each of
+  // those says so (AGENT_ERROR 128+N) before it exits. The one that said nothing is
+  // the one to blame.
+  const auto until = Clock::now() + kBlameWindow;
+  while (Clock::now() < until) {
+    note_gone_processes();
+    bool all_accounted = true;
+    for (const AgentInfo& agent : agents_)
+      if (!agent.identity.empty() && !agent.process_gone && !agent.stopped_by_signal)
+        all_accounted = false;
+    if (all_accounted) break;
+    try {
+      while (auto decoded = channel_.receive(milliseconds(0))) {
+        const int rank = rank_of(decoded->identity);
+        if (rank < 0) continue;
+        if (auto* error = std::get_if<wire::AgentError>(&decoded->message))
+          if (error->exit_code >= 128) agents_[static_cast<size_t>(rank)].stopped_by_signal = error->message;
+      }
+    } catch (const std::exception&) {
+      // A garbled last word changes nothing about whom to blame.
+    }
+    wait_readable(std::min(until, Clock::now() + milliseconds(100)));
+  }
+  note_gone_processes();
+
+  std::vector<int> culprits;
+  for (const AgentInfo& agent : agents_)
+    if (agent.process_gone && !agent.stopped_by_signal) culprits.push_back(agent.rank);
+  if (culprits.empty()) {
+    std::string message = trigger + "; the run is aborted";
+    std::string stopped;
+    for (const AgentInfo& agent : agents_)
+      if (agent.stopped_by_signal) stopped += (stopped.empty() ? "" : ", ") + std::to_string(agent.rank);
+    if (!stopped.empty()) message += " (rank(s) " + stopped + " were stopped by a signal)";
+    throw InfraError(message);
+  }
+  bool during_dispatch = false;
+  std::string message;
+  for (int rank : culprits) {
+    const AgentInfo& agent = this->agent(rank);
+    if (!message.empty()) message += "; ";
+    message += describe(rank) + " ended without reporting an error (killed by a signal such as " +
+               "kill -9, or crashed)";
+    if (!agent.activity.empty()) {
+      message += " while running " + agent.activity;
+      during_dispatch = true;
+    }
+  }
+  message += "; the other ranks were stopped";
+  if (during_dispatch) throw ProgramError(message);
+  throw InfraError(message);
+}
+
+void AgentPool::abort_all(const std::string& reason) {
+  for (AgentInfo& agent : agents_) {
+    if (agent.identity.empty() || agent.process_gone) continue;
+    try {
+      send(agent.rank, wire::Abort{reason});
+    } catch (const std::exception&) {
+      // Gone already; stopping the job takes care of it.
+    }
+  }
+}
+
+void AgentPool::shutdown_all() {
+  for (AgentInfo& agent : agents_) {
+    if (agent.identity.empty() || agent.process_gone) continue;
+    try {
+      send(agent.rank, wire::Shutdown{});
+    } catch (const std::exception& e) {
+      log::debug("SHUTDOWN to {} failed: {}", describe(agent.rank), e.what());
+    }
+  }
+}
+
+}  // namespace pypto::coord

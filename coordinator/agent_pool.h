@@ -1,0 +1,129 @@
+// The rank agents of one run as the coordinator sees them (DESIGN §3): the
+// ROUTER they connect to, who is connected, liveness, and — when something
+// goes wrong — which rank is to blame.
+//
+// Everything happens on the caller's thread inside next(): it sleeps in
+// zmq_poll on the ROUTER, the interrupt pipe and a pidfd per local agent, so
+// a dead agent, Ctrl-C or a message wakes it at once, and it never spins.
+// While it waits it sends heartbeats and checks the agents' deadlines. Any
+// failure is thrown from next() as an Error whose class decides the exit code;
+// the caller then aborts the run (abort_all) and stops the job.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/wire/channel.h"
+#include "common/wire/protocol.h"
+
+namespace pypto::coord {
+
+using Clock = std::chrono::steady_clock;
+
+struct AgentPoolOptions {
+  int world = 1;
+  // ROUTER address; "tcp://127.0.0.1:*" takes an ephemeral loopback port.
+  std::string bind = "tcp://127.0.0.1:*";
+  std::string run_id;
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // Silence longer than this means the peer is gone (both directions).
+  std::chrono::milliseconds heartbeat_timeout{10000};
+};
+
+struct AgentInfo {
+  int rank = -1;
+  std::string identity;  // ZeroMQ routing id
+  std::string host;
+  int64_t pid = 0;
+  std::string mpi_thread_level;
+  std::vector<std::string> held_hashes;
+  bool local = false;  // on this host: its process is watched through a pidfd
+  int pidfd = -1;
+  Clock::time_point last_heard{};
+  Clock::time_point last_sent{};
+  bool process_gone = false;
+  // AGENT_ERROR with exit_code >= 128: stopped by a signal from outside (mpirun
+  // tearing the job down), a consequence of another failure.
+  std::optional<std::string> stopped_by_signal;
+  // What it is doing, for messages ("dispatch d1 of chip_orch"); empty when idle.
+  std::string activity;
+};
+
+class AgentPool {
+ public:
+  AgentPool(zmq::context_t& context, AgentPoolOptions options);
+  ~AgentPool();
+  AgentPool(const AgentPool&) = delete;
+  AgentPool& operator=(const AgentPool&) = delete;
+
+  int world() const { return options_.world; }
+  const std::string& run_id() const { return options_.run_id; }
+  // The bound address (ephemeral port resolved).
+  std::string endpoint() const { return channel_.endpoint(); }
+  // The address agents connect to: endpoint() with a wildcard host replaced by this
+  // host's name.
+  std::string connect_endpoint() const;
+
+  // Called on every wake-up of next(): returns a description when the agents' job
+  // (mpirun) has ended, which fails the run unless every agent has finished.
+  void watch_job(std::function<std::optional<std::string>()> poll, int pidfd = -1);
+
+  // Waits until every rank of the world said HELLO and was welcomed. A peer of another
+  // protocol version, of another world size, or a second agent claiming a rank is
+  // refused (REFUSE) and fails the run (InfraError naming both sides). At `deadline`
+  // throws InfraError naming the ranks that never connected and `hint`.
+  void accept_all(Clock::time_point deadline, const std::string& hint);
+
+  void send(int rank, const wire::Message& message, std::vector<zmq::message_t> payloads = {},
+            uint64_t request_id = 0);
+
+  struct Incoming {
+    int rank = -1;
+    wire::Decoded decoded;
+  };
+  // The next message of an agent other than HEARTBEAT, or nullopt at `deadline`.
+  // Throws: InterruptedError (Ctrl-C), the agent's error for AGENT_ERROR, and for a
+  // lost agent (its process ended, the job ended, or it was silent past the heartbeat
+  // timeout) an error naming the rank — ProgramError when it was running a dispatch,
+  // InfraError otherwise.
+  std::optional<Incoming> next(Clock::time_point deadline);
+
+  // Best effort, never throws: ABORT to every agent whose process is not known gone.
+  void abort_all(const std::string& reason);
+  // SHUTDOWN to every agent; never throws.
+  void shutdown_all();
+
+  const AgentInfo& agent(int rank) const { return agents_.at(static_cast<size_t>(rank)); }
+  void set_activity(int rank, std::string activity);
+
+ private:
+  void handle_hello(wire::Decoded& decoded);
+  void refuse(const std::string& identity, const wire::Refuse& refusal);
+  int rank_of(const std::string& identity) const;
+  void send_heartbeats(Clock::time_point now);
+  void check_silence(Clock::time_point now);
+  void check_interrupt() const;
+  // Polls the ROUTER, the interrupt pipe and the pidfds until one is ready or `until`.
+  void wait_readable(Clock::time_point until);
+  void note_gone_processes();
+  // Something died: collect a little longer, then throw naming the rank to blame.
+  [[noreturn]] void fail_lost(const std::string& trigger);
+  std::string describe(int rank) const;
+
+  AgentPoolOptions options_;
+  wire::Channel channel_;
+  std::vector<AgentInfo> agents_;
+  std::map<std::string, int> rank_by_identity_;
+  int connected_ = 0;
+  std::function<std::optional<std::string>()> job_poll_;
+  int job_pidfd_ = -1;
+  std::string hostname_;
+};
+
+}  // namespace pypto::coord

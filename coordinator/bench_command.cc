@@ -1,0 +1,130 @@
+#include "coordinator/bench_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <numeric>
+
+#include "artifact/build_kind.h"
+#include "common/error.h"
+#include "common/json_reader.h"
+#include "coordinator/l2_run.h"
+#include "coordinator/l3_run.h"
+#include "coordinator/program_inputs.h"
+#include "coordinator/run_outputs.h"
+
+namespace pypto::coord {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::vector<InputOverride> parse_inputs(const std::vector<std::string>& texts) {
+  std::vector<InputOverride> inputs;
+  for (const std::string& text : texts) inputs.push_back(parse_input_override(text));
+  return inputs;
+}
+
+void print(const std::string& what, const RoundStats& s, double prepare_ms, bool json,
+           std::ostream& out) {
+  if (json) {
+    Json j;
+    j["program"] = what;
+    j["rounds"] = s.rounds;
+    j["prepare_ms"] = prepare_ms;
+    j["min_ms"] = s.min;
+    j["median_ms"] = s.median;
+    j["mean_ms"] = s.mean;
+    j["p90_ms"] = s.p90;
+    j["max_ms"] = s.max;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << what << ": prepared in " << ms_text(prepare_ms) << "; " << s.rounds << " round(s): "
+      << "min " << ms_text(s.min) << ", median " << ms_text(s.median) << ", mean "
+      << ms_text(s.mean) << ", p90 " << ms_text(s.p90) << ", max " << ms_text(s.max) << "\n";
+}
+
+}  // namespace
+
+void add_bench_args(CLI::App& cmd, BenchArgs& args) {
+  cmd.add_option("dir", args.dir, "build directory")->required();
+  cmd.add_option("--rounds", args.rounds, "timed dispatches (default 100)")
+      ->check(CLI::Range(1, 10'000'000));
+  cmd.add_option("--warmup", args.warmup, "untimed dispatches first (default 3)")
+      ->check(CLI::Range(0, 1'000'000));
+  cmd.add_option("--input", args.inputs,
+                 "NAME=FILE.npy: data of In/InOut parameter NAME instead of golden/inputs");
+  cmd.add_flag("--json", args.json, "print the statistics as JSON");
+  cmd.add_flag("--keep-windows", args.keep_windows,
+               "L3: do not zero the windows between rounds (they persist, as the kernels left "
+               "them)");
+  add_dispatch_flags(cmd, args.dispatch);
+}
+
+RoundStats round_stats(std::vector<double> ms) {
+  if (ms.empty()) throw UsageError("no rounds to summarize");
+  std::sort(ms.begin(), ms.end());
+  RoundStats s;
+  s.rounds = static_cast<int>(ms.size());
+  s.min = ms.front();
+  s.max = ms.back();
+  const size_t n = ms.size();
+  s.median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(n);
+  // Nearest rank: the smallest value with at least 90% of the rounds at or below it.
+  s.p90 = ms[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
+  return s;
+}
+
+int run_bench(const BenchArgs& args, std::ostream& out) {
+  const DispatchSettings settings = resolve_dispatch_flags(args.dispatch);
+  const std::vector<InputOverride> inputs = parse_inputs(args.inputs);
+  std::vector<double> rounds;
+  rounds.reserve(static_cast<size_t>(args.rounds));
+
+  if (detect_build_kind(args.dir) == BuildKind::kL3) {
+    const DistributedCompiledProgram program = load_l3_program(args.dir, args.dispatch.platform);
+    std::vector<Tensor> host_args = prepare_arguments(program, inputs).tensors;
+    DistributedRunOptions options;
+    options.config = settings.config_for(program.platform());
+    options.dispatch_timeout = settings.timeout;
+    options.wait_timeout = settings.wait_timeout;
+    options.reset_windows = !args.keep_windows;
+    const auto start = Clock::now();
+    std::unique_ptr<DistributedWorker> worker = DistributedWorker::prepare(program, settings.agents);
+    const double prepare_ms = ms_since(start);
+    for (int i = 0; i < args.warmup; ++i) worker->run(program, host_args, options);
+    for (int i = 0; i < args.rounds; ++i) {
+      const auto round = Clock::now();
+      worker->run(program, host_args, options);
+      rounds.push_back(ms_since(round));
+    }
+    worker->close();
+    print(program.name() + " (L3, " + std::to_string(program.world_size()) + " ranks)",
+          round_stats(rounds), prepare_ms, args.json, out);
+    return 0;
+  }
+
+  const CompiledProgram program = load_l2_program(args.dir, args.dispatch.platform, "bench");
+  std::vector<Tensor> tensors = prepare_arguments(program, inputs).tensors;
+  ChipWorker worker(settings.config_for(program.platform()), settings.cores);
+  const auto start = Clock::now();
+  worker.run(program, tensors, settings.context());  // assembles and loads once
+  const double prepare_ms = ms_since(start);
+  for (int i = 1; i < args.warmup; ++i) worker.run(program, tensors, settings.context());
+  for (int i = 0; i < args.rounds; ++i) {
+    const auto round = Clock::now();
+    worker.run(program, tensors, settings.context());
+    rounds.push_back(ms_since(round));
+  }
+  print(program.name() + " (L2)", round_stats(rounds), prepare_ms, args.json, out);
+  return 0;
+}
+
+}  // namespace pypto::coord

@@ -1,0 +1,174 @@
+// DistributedWorker: the execute layer's handle on a set of rank agents
+// (DESIGN §1, §3). prepare() gets the agents — launching `mpirun -n <world>
+// pypto-rank` itself, or waiting for agents someone else launched — ships each
+// rank its next_levels/<r>/ of every registered program, has them assemble
+// their kernels and create the programs' windows; then any number of run()s or
+// submit()s dispatch without relaunching. close() (or the destructor) shuts
+// the agents down in order.
+//
+// A failure anywhere (a kernel error on one rank, a dead agent, a wait that
+// expired, Ctrl-C) aborts every agent and stops the job; the worker is then
+// unusable and every later call throws that first error again.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "artifact/distributed_compiled_program.h"
+#include "common/run_config.h"
+#include "common/tensor.h"
+#include "common/wire/protocol.h"
+#include "launch/mpirun_command.h"
+
+namespace pypto {
+
+namespace fs = std::filesystem;
+
+enum class AgentMode {
+  kEmbedded,  // prepare() runs mpirun itself, in its own process group
+  kExternal,  // agents launched elsewhere connect to `bind`
+};
+
+struct DistributedWorkerOptions {
+  AgentMode agents = AgentMode::kEmbedded;
+  // The ROUTER address. Embedded default: an ephemeral loopback port (a wildcard
+  // address when a hostfile spreads the ranks over hosts). External: required.
+  std::optional<std::string> bind;
+  // Embedded: how to run mpirun (world and endpoint are filled in by prepare()).
+  launch::MpirunOptions mpirun;
+  // Until every agent has said HELLO.
+  std::chrono::milliseconds startup_timeout{std::chrono::seconds(120)};
+  std::chrono::milliseconds heartbeat_interval{std::chrono::milliseconds(500)};
+  std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(10)};
+  // Until every agent is READY (materialize + assemble: compiles can be slow here).
+  std::chrono::milliseconds prepare_timeout{std::chrono::minutes(15)};
+};
+
+// One rank's side of prepare().
+struct RankPrepareStats {
+  int rank = 0;
+  std::string host;
+  uint64_t files = 0;            // in its manifests
+  uint64_t bytes_shipped = 0;    // file bytes sent to it
+  uint64_t blobs_shipped = 0;
+  uint64_t cache_hits = 0;       // binaries found in its host's store
+  uint64_t compiles = 0;
+};
+
+struct PrepareReport {
+  double launch_ms = 0;    // until every agent said HELLO
+  double prepare_ms = 0;   // manifests, blobs, assembly, windows
+  std::vector<RankPrepareStats> ranks;
+  uint64_t bytes_shipped() const;
+};
+
+struct DistributedRunOptions {
+  RunConfig config;  // platform ignored (the build's); DFX switches, rings, device id
+  std::optional<std::chrono::milliseconds> dispatch_timeout;  // each dispatch on its rank
+  std::optional<std::chrono::milliseconds> wait_timeout;      // a kernel's wait()
+  // Zero the program's windows before the run (collective). Off: windows keep what
+  // the previous run left in them (persistent).
+  bool reset_windows = true;
+};
+
+// One dispatch of one rank, as it came back.
+struct DispatchOutcome {
+  int rank = 0;
+  uint64_t index = 0;  // k: the rank's k-th dispatch of this run
+  std::string program;
+  std::string next_level;  // "next_levels/<r>"
+  std::string host;
+  int64_t start_unix_ns = 0;
+  int64_t end_unix_ns = 0;
+  std::vector<wire::PhaseTiming> timings;
+  // DFX files: path relative to the dispatch's directory, content.
+  std::vector<std::pair<std::string, std::string>> dfx_files;
+};
+
+struct DistributedRunResult {
+  double wall_ms = 0;
+  std::vector<DispatchOutcome> dispatches;  // by rank, then k
+};
+
+class DistributedWorker;
+
+// A submitted run. Holds the host arguments until it completes; wait() returns when
+// it has (pumping the worker), then args() hold the outputs.
+class RunHandle {
+ public:
+  RunHandle() = default;
+  DistributedRunResult wait();
+  bool done() const;
+  std::vector<Tensor>& args();
+
+ private:
+  friend class DistributedWorker;
+  struct State;
+  DistributedWorker* worker_ = nullptr;
+  std::shared_ptr<State> state_;
+};
+
+class DistributedWorker {
+ public:
+  // Launches (or waits for) the agents and prepares `program` and every program of
+  // `extra_compiled` (same world size). Throws InfraError (launch, shipping),
+  // KernelCompileError-class errors (exit 1) for a kernel that does not compile,
+  // InterruptedError on Ctrl-C; nothing is left running when it throws.
+  static std::unique_ptr<DistributedWorker> prepare(
+      const DistributedCompiledProgram& program, const DistributedWorkerOptions& options = {},
+      const std::vector<const DistributedCompiledProgram*>& extra_compiled = {});
+
+  ~DistributedWorker();
+  DistributedWorker(const DistributedWorker&) = delete;
+  DistributedWorker& operator=(const DistributedWorker&) = delete;
+
+  // Runs every dispatch of `program`'s host plan once: in order per rank, ranks
+  // concurrently. `host_args` holds one tensor per host parameter (in order, declared
+  // dtype and shape); Out/InOut parameters are written in place.
+  DistributedRunResult run(const DistributedCompiledProgram& program,
+                           std::vector<Tensor>& host_args, const DistributedRunOptions& options = {});
+
+  // Queues a run and returns at once, unless two runs are already in flight: then it
+  // first waits for the oldest. Runs complete in submission order.
+  RunHandle submit(const DistributedCompiledProgram& program, std::vector<Tensor> host_args,
+                   const DistributedRunOptions& options = {});
+
+  // Waits for every submitted run, then shuts the agents down and reaps the job.
+  // Idempotent; the destructor calls it (and never throws).
+  void close();
+
+  const PrepareReport& prepare_report() const { return prepare_report_; }
+  int world() const { return world_; }
+  static constexpr int kMaxInFlight = 2;
+
+ private:
+  friend class RunHandle;
+  struct Impl;
+  struct Build;
+  struct WorkItem;
+
+  DistributedWorker();
+  void start_agents(const DistributedWorkerOptions& options, int64_t world);
+  void prepare_builds(const std::vector<const DistributedCompiledProgram*>& programs,
+                      std::chrono::milliseconds timeout);
+  const Build& build_of(const DistributedCompiledProgram& program) const;
+  // Sends what can be sent and handles one incoming message; false at `deadline`.
+  bool pump(std::chrono::steady_clock::time_point deadline);
+  void pump_until_done(const RunHandle::State& state);
+  void feed(int rank);
+  void fail(const std::exception& error);
+  void check_alive() const;
+
+  std::unique_ptr<Impl> impl_;
+  PrepareReport prepare_report_;
+  int world_ = 0;
+};
+
+}  // namespace pypto

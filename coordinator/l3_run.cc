@@ -1,0 +1,227 @@
+#include "coordinator/l3_run.h"
+
+#include <exception>
+#include <regex>
+#include <system_error>
+
+#include "artifact/build_kind.h"
+#include "artifact/build_paths.h"
+#include "common/error.h"
+#include "common/fs_util.h"
+#include "common/json_reader.h"
+#include "common/log.h"
+#include "coordinator/run_outputs.h"
+
+namespace pypto::coord {
+
+namespace {
+
+// dfx_outputs/rank<r>/d<k>/ of an earlier run: only these go, anything else a user
+// put in dfx_outputs/ stays.
+void remove_stale_dispatch_dirs(const fs::path& dfx_root) {
+  static const std::regex rank_dir("rank[0-9]+");
+  static const std::regex dispatch_dir("d[0-9]+");
+  std::error_code ec;
+  if (!fs::is_directory(dfx_root, ec)) return;
+  for (const auto& rank : fs::directory_iterator(dfx_root, ec)) {
+    if (!rank.is_directory() || !std::regex_match(rank.path().filename().string(), rank_dir))
+      continue;
+    for (const auto& dispatch : fs::directory_iterator(rank.path(), ec))
+      if (std::regex_match(dispatch.path().filename().string(), dispatch_dir))
+        fs::remove_all(dispatch.path(), ec);
+  }
+}
+
+Json timings_json(const std::vector<wire::PhaseTiming>& timings) {
+  Json result = Json::object();
+  for (const wire::PhaseTiming& t : timings) result[t.phase + "_ms"] = static_cast<double>(t.ns) / 1e6;
+  return result;
+}
+
+double dispatch_ms(const DispatchOutcome& d) {
+  return static_cast<double>(d.end_unix_ns - d.start_unix_ns) / 1e6;
+}
+
+// dfx_outputs/rank<r>/d<k>/: dispatch_program.json and the dispatch's DFX files.
+void write_dispatch_dirs(const fs::path& dfx_root, const DistributedRunResult& result) {
+  for (const DispatchOutcome& d : result.dispatches) {
+    const fs::path dir =
+        dfx_root / ("rank" + std::to_string(d.rank)) / ("d" + std::to_string(d.index));
+    fs::create_directories(dir);
+    for (const auto& [path, bytes] : d.dfx_files) {
+      fs::create_directories((dir / path).parent_path());
+      write_file_atomic(dir / path, bytes);
+    }
+    Json meta;
+    meta["schema"] = 1;
+    meta["program"] = d.program;
+    meta["next_level"] = d.next_level;
+    meta["rank"] = d.rank;
+    meta["dispatch"] = d.index;
+    meta["host"] = d.host;
+    // CLOCK_REALTIME of the agent's host: one clock across ranks of a host, so a
+    // merged timeline lines the ranks up (docs/dfx.md).
+    meta["start_unix_ns"] = d.start_unix_ns;
+    meta["end_unix_ns"] = d.end_unix_ns;
+    meta["timings"] = timings_json(d.timings);
+    Json files = Json::array();
+    for (const auto& file : d.dfx_files) files.push_back(file.first);
+    meta["dfx_files"] = files;
+    write_json_atomic(dir / "dispatch_program.json", meta);
+  }
+}
+
+void write_report(const DistributedCompiledProgram& program, const L3RunOutcome& outcome,
+                  const std::string& result, const std::string& error) {
+  Json report;
+  report["schema"] = 1;
+  report["program"] = program.name();
+  report["dir"] = fs::absolute(program.dir()).lexically_normal().string();
+  report["world"] = program.world_size();
+  report["platform"] = program.platform();
+  report["result"] = result;
+  if (!error.empty()) report["error"] = error;
+  report["launch_ms"] = outcome.prepare.launch_ms;
+  report["prepare_ms"] = outcome.prepare.prepare_ms;
+  report["run_ms"] = outcome.result.wall_ms;
+  report["bytes_shipped"] = outcome.prepare.bytes_shipped();
+  Json ranks = Json::array();
+  for (const RankPrepareStats& stats : outcome.prepare.ranks) {
+    Json rank;
+    rank["rank"] = stats.rank;
+    rank["host"] = stats.host;
+    rank["files"] = stats.files;
+    rank["bytes_shipped"] = stats.bytes_shipped;
+    rank["blobs_shipped"] = stats.blobs_shipped;
+    rank["cache_hits"] = stats.cache_hits;
+    rank["compiles"] = stats.compiles;
+    Json dispatches = Json::array();
+    for (const DispatchOutcome& d : outcome.result.dispatches) {
+      if (d.rank != stats.rank) continue;
+      Json entry;
+      entry["dispatch"] = d.index;
+      entry["program"] = d.program;
+      entry["start_unix_ns"] = d.start_unix_ns;
+      entry["end_unix_ns"] = d.end_unix_ns;
+      entry["ms"] = dispatch_ms(d);
+      entry["timings"] = timings_json(d.timings);
+      dispatches.push_back(entry);
+    }
+    rank["dispatches"] = dispatches;
+    ranks.push_back(rank);
+  }
+  report["ranks"] = ranks;
+  if (outcome.validation) {
+    Json validation;
+    validation["ok"] = outcome.validation->ok();
+    validation["failures"] = outcome.validation->failures();
+    report["validation"] = validation;
+  }
+  try {
+    write_json_atomic(program.dir() / kReportDir / "run.json", report);
+  } catch (const std::exception& e) {
+    log::warn("could not write the run report: {}", e.what());
+  }
+}
+
+// "; rank 3 wrote that element (dispatch d0 of 'chip_orch')" for an L3 output.
+MismatchLocator locate_in(const DistributedCompiledProgram& program) {
+  return [&program](const OutputComparison& o) -> std::string {
+    if (o.first_index.empty()) return "";
+    for (const Dispatch& d : program.host_orch().dispatches) {
+      for (const HostArg& arg : d.args) {
+        if (arg.kind != HostArgKind::kHost || arg.param != o.name) continue;
+        if (arg.offsets.size() != o.first_index.size()) continue;
+        bool inside = true;
+        for (size_t i = 0; inside && i < arg.offsets.size(); ++i)
+          inside = o.first_index[i] >= arg.offsets[i] &&
+                   o.first_index[i] < arg.offsets[i] + arg.shape[i];
+        if (inside)
+          return "; rank " + std::to_string(d.rank) + " wrote that element (program '" +
+                 d.program + "')";
+      }
+    }
+    return "";
+  };
+}
+
+}  // namespace
+
+DistributedCompiledProgram load_l3_program(const fs::path& dir,
+                                           const std::optional<std::string>& platform) {
+  DistributedOverrides overrides;
+  overrides.platform = platform;
+  DistributedCompiledProgram program = DistributedCompiledProgram::from_dir(dir, overrides);
+  require_executable_here(parse_platform(program.platform()));
+  return program;
+}
+
+std::string device_list(const std::vector<int64_t>& device_ids) {
+  std::string text;
+  for (size_t i = 0; i < device_ids.size(); ++i)
+    text += (i ? "," : "") + std::to_string(device_ids[i]);
+  return text;
+}
+
+L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const L2RunRequest& request,
+                            const DispatchSettings& settings, std::ostream& out) {
+  if (request.validate && !program.golden())
+    throw UsageError("--validate needs " + sidecar_display(program.dir(), kGoldenFile) +
+                     " and golden/expected/, but " + program.dir().string() +
+                     " has no golden/; run without --validate, or pass inputs with --input "
+                     "NAME=FILE.npy");
+  ProgramArguments args = prepare_arguments(program, request.inputs);
+
+  L3RunOutcome outcome;
+  outcome.output_dir = request.output_dir.value_or(program.dir() / kOutputsDir);
+  remove_output_files(outcome.output_dir, program.params());
+  const fs::path dfx_root = program.dir() / kDfxOutputsDir;
+  remove_stale_dispatch_dirs(dfx_root);
+
+  DistributedRunOptions run_options;
+  run_options.config = settings.config_for(program.platform());
+  run_options.dispatch_timeout = settings.timeout;
+  run_options.wait_timeout = settings.wait_timeout;
+
+  std::unique_ptr<DistributedWorker> worker;
+  try {
+    worker = DistributedWorker::prepare(program, settings.agents);
+    outcome.prepare = worker->prepare_report();
+    outcome.result = worker->run(program, args.tensors, run_options);
+    worker->close();
+  } catch (const std::exception& e) {
+    if (worker) outcome.prepare = worker->prepare_report();
+    const bool infra = exit_code_of(e) != ExitCode::kFail;
+    write_report(program, outcome, infra ? "INFRA" : "FAIL", e.what());
+    throw;
+  }
+  write_dispatch_dirs(dfx_root, outcome.result);
+
+  uint64_t hits = 0;
+  uint64_t compiles = 0;
+  for (const RankPrepareStats& rank : outcome.prepare.ranks) {
+    hits += rank.cache_hits;
+    compiles += rank.compiles;
+  }
+  out << program.name() << " (L3, " << program.world_size() << " ranks, " << program.platform()
+      << "): " << outcome.result.dispatches.size() << " dispatch(es) in "
+      << ms_text(outcome.result.wall_ms) << "; agents up in " << ms_text(outcome.prepare.launch_ms)
+      << ", prepared in " << ms_text(outcome.prepare.prepare_ms) << " (" << outcome.prepare.bytes_shipped()
+      << " bytes shipped, " << compiles << " compile(s), " << hits << " cache hit(s))\n";
+  outcome.outputs_written =
+      write_output_files(outcome.output_dir, program.params(), args.tensors, out);
+  out << "dfx: " << dfx_root.string() << "/rank<r>/d<k>/\n";
+
+  try {
+    if (request.validate)
+      outcome.validation =
+          validate_and_report(program, args.tensors, outcome.output_dir, out, locate_in(program));
+  } catch (const std::exception& e) {
+    write_report(program, outcome, "FAIL", e.what());
+    throw;
+  }
+  write_report(program, outcome, request.validate ? "PASS" : "OK", "");
+  return outcome;
+}
+
+}  // namespace pypto::coord

@@ -1,0 +1,40 @@
+// What every run (L2 or L3) does with its outputs: write them as .npy files,
+// print where they went, and --validate them against golden/.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "coordinator/program_data.h"
+#include "coordinator/validate.h"
+
+namespace pypto::coord {
+
+namespace fs = std::filesystem;
+
+// "12.3 ms" (two decimals under 10 ms).
+std::string ms_text(double ms);
+
+// Removes <dir>/<name>.npy of every output parameter: only those, since an
+// --output-dir may hold anything else. A failed run then leaves none behind.
+void remove_output_files(const fs::path& dir, const std::vector<ParamInfo>& params);
+
+// Writes every Out/InOut argument to <dir>/<name>.npy and prints "outputs: ..." to `out`.
+std::vector<fs::path> write_output_files(const fs::path& dir, const std::vector<ParamInfo>& params,
+                                         const std::vector<Tensor>& args, std::ostream& out);
+
+// For a failed output, where it was produced ("; rank 3 wrote that element"), or "".
+using MismatchLocator = std::function<std::string(const OutputComparison&)>;
+
+// --validate: compares, prints "validation: passed (...)", or prints the failure and
+// throws ValidationError naming each differing output, its first mismatch and where
+// the actual outputs are.
+ValidationReport validate_and_report(const ProgramData& program, const std::vector<Tensor>& args,
+                                     const fs::path& output_dir, std::ostream& out,
+                                     const MismatchLocator& locate = {});
+
+}  // namespace pypto::coord

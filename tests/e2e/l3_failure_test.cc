@@ -1,0 +1,159 @@
+// How an L3 run fails (issue: "failure behaviour, each with a test"): a
+// kernel error on one rank, kill -9 of an agent mid-dispatch, a wait that is
+// never satisfied, agents without a coordinator, a peer of another protocol
+// version, and Ctrl-C. Each must end quickly, name the rank and leave no
+// process of the run behind.
+#include <gtest/gtest.h>
+
+#include <zmq.hpp>
+
+#include "common/wire/channel.h"
+#include "common/wire/protocol.h"
+#include "tests/e2e/l3_util.h"
+
+namespace pypto::e2e {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::seconds;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+TEST(L3FailureTest, KernelErrorOnOneRankFailsTheRunNamingRankProgramAndKernel) {
+  const fs::path dir = copy_fixture("l3_broken/kernel_error_w4", "l3_kernel_error");
+  const std::string tag = "kernel_error";
+  const auto start = Clock::now();
+  CoordResult r = coord({"run", dir.string(), "--validate"}, l3_env(tag));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  EXPECT_LT(seconds_since(start), 60.0);
+  EXPECT_TRUE(contains(r.err, "rank 2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "injected failure on rank 2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "reduce_step")) << r.err;
+  EXPECT_TRUE(survivors(tag).empty());
+  EXPECT_FALSE(fs::exists(dir / "outputs/y.npy"));
+  EXPECT_TRUE(contains(slurp(dir / "report/run.json"), "\"result\": \"FAIL\"") ||
+              contains(slurp(dir / "report/run.json"), "\"result\":\"FAIL\""));
+}
+
+TEST(L3FailureTest, ExecMarksAKernelErrorAsFail) {
+  const fs::path dir = copy_fixture("l3_broken/kernel_error_w4", "l3_kernel_error_exec");
+  CoordResult r = coord({"exec", dir.string()}, l3_env("kernel_error_exec"));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  EXPECT_EQ(r.out, "PYPTO_EXEC_RESULT=FAIL\n");
+  EXPECT_TRUE(survivors("kernel_error_exec").empty());
+}
+
+TEST(L3FailureTest, WaitThatIsNeverSatisfiedFailsAfterTheDeadlineWithADiagnostic) {
+  const fs::path dir = copy_fixture("l3_broken/wait_forever_w2", "l3_wait_forever");
+  const std::string tag = "wait_forever";
+  const auto start = Clock::now();
+  CoordResult r = coord({"run", dir.string(), "--wait-timeout", "2"}, l3_env(tag));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  EXPECT_LT(seconds_since(start), 60.0);
+  EXPECT_TRUE(contains(r.err, "rank 1")) << r.err;
+  EXPECT_TRUE(contains(r.err, "wait")) << r.err;
+  EXPECT_TRUE(contains(r.err, "last seen")) << r.err;
+  EXPECT_TRUE(survivors(tag).empty());
+}
+
+// Starts the slow fixture in the background and waits until rank `rank` runs its dispatch.
+Background start_slow_run(const std::string& tag, const std::string& name) {
+  const fs::path dir = copy_fixture("l3_broken/slow_w2", name);
+  Background coordinator = start_background(
+      {kCoordBin.string(), "run", dir.string(), "--log-level", "debug"}, l3_env(tag), name);
+  EXPECT_TRUE(wait_for_text(coordinator.err, "sent dispatch d0", seconds(90)))
+      << coordinator.stderr_text();
+  // Let the kernels start (they sleep in slices for ~20 s).
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  return coordinator;
+}
+
+TEST(L3FailureTest, KillMinus9OfOneAgentMidDispatchFailsNamingThatRankWithin5Seconds) {
+  const std::string tag = "kill9";
+  Background coordinator = start_slow_run(tag, "l3_kill9");
+  const pid_t victim = agent_pid(tag, 1);
+  ASSERT_GT(victim, 0) << coordinator.stderr_text();
+  const auto start = Clock::now();
+  ASSERT_EQ(::kill(victim, SIGKILL), 0);
+  const auto status = coordinator.job.wait_for(seconds(5));
+  ASSERT_TRUE(status) << "pypto-coord still runs 5 s after kill -9 of rank 1\n"
+                      << coordinator.stderr_text();
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(status->code, 1) << coordinator.stderr_text();
+  const std::string err = coordinator.stderr_text();
+  EXPECT_TRUE(contains(err, "rank 1 (pid " + std::to_string(victim))) << err;
+  EXPECT_TRUE(contains(err, "kill -9")) << err;
+  EXPECT_TRUE(survivors(tag).empty());
+}
+
+TEST(L3FailureTest, CtrlCStopsEveryAgent) {
+  const std::string tag = "ctrl_c";
+  Background coordinator = start_slow_run(tag, "l3_ctrl_c");
+  ASSERT_GT(agent_pid(tag, 0), 0);
+  const auto start = Clock::now();
+  // The shell wrapper exec'd pypto-coord, so the job's leader is pypto-coord itself.
+  ASSERT_EQ(::kill(coordinator.job.pid(), SIGINT), 0);
+  const auto status = coordinator.job.wait_for(seconds(10));
+  ASSERT_TRUE(status) << coordinator.stderr_text();
+  EXPECT_LT(seconds_since(start), 10.0);
+  EXPECT_EQ(status->code, 130) << coordinator.stderr_text();
+  EXPECT_TRUE(contains(coordinator.stderr_text(), "interrupted by SIGINT"))
+      << coordinator.stderr_text();
+  EXPECT_TRUE(survivors(tag).empty());
+}
+
+TEST(L3FailureTest, AgentsWithoutACoordinatorExitWithAClearMessage) {
+  const int port = free_tcp_port();
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  const auto start = Clock::now();
+  CoordResult r = run_split({kMpirun.string(), "--allow-run-as-root", "--oversubscribe", "-n", "2",
+                             kRankBin.string(), "--coord", endpoint, "--connect-timeout", "2"},
+                            l3_env("no_coord"));
+  EXPECT_NE(r.exit_code, 0) << r.all();
+  EXPECT_LT(seconds_since(start), 30.0);
+  EXPECT_TRUE(contains(r.all(), "no coordinator answered at " + endpoint)) << r.all();
+  EXPECT_TRUE(survivors("no_coord").empty());
+}
+
+TEST(L3FailureTest, AnAgentOfAnotherProtocolVersionIsRefusedNamingBothVersions) {
+  const fs::path dir = copy_fixture("l3/allreduce_w2", "l3_version");
+  const int port = free_tcp_port();
+  const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
+  Background coordinator = start_background(
+      {kCoordBin.string(), "run", dir.string(), "--agents", "external", "--bind", endpoint},
+      l3_env("version"), "version_coord");
+
+  // A raw DEALER playing rank 0 of protocol version 2.
+  zmq::context_t context;
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(endpoint);
+  std::string frame = "PPTO";
+  const uint32_t version = wire::kProtocolVersion + 1;
+  frame.append(reinterpret_cast<const char*>(&version), 4);
+  const int32_t rank = 0;
+  frame.append(reinterpret_cast<const char*>(&rank), 4);
+  frame += "whatever the next protocol looks like";
+  dealer.send(zmq::buffer(frame));
+  zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq::poll(&item, 1, std::chrono::seconds(30)), 1) << "no REFUSE came back";
+  zmq::message_t reply;
+  ASSERT_TRUE(dealer.recv(reply));
+  std::vector<zmq::message_t> frames;
+  frames.push_back(std::move(reply));
+  const wire::Decoded refusal = wire::decode(frames, {wire::Role::kAgent, 0});
+  ASSERT_TRUE(refusal.is<wire::Refuse>());
+
+  const auto status = coordinator.job.wait_for(seconds(10));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->code, 3);
+  const std::string expected = "agent rank 0 speaks control protocol " + std::to_string(version) +
+                               ", this coordinator speaks " +
+                               std::to_string(wire::kProtocolVersion);
+  EXPECT_TRUE(contains(coordinator.stderr_text(), expected)) << coordinator.stderr_text();
+}
+
+}  // namespace
+}  // namespace pypto::e2e
