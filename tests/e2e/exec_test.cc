@@ -38,10 +38,12 @@ TEST(ExecCommandTest, SetupProblemsAreInfra) {
   EXPECT_EQ(r.out, "PYPTO_EXEC_RESULT=INFRA\n") << r.all();
   EXPECT_TRUE(contains(r.err, "use 'a2a3sim' instead")) << r.all();
 
-  r = coord({"exec", (kFixtures / "l3/allreduce_w8").string()});
+  // An L3 build whose agents cannot be launched.
+  const fs::path l3 = copy_fixture("l3/allreduce_w2", "exec_infra_l3");
+  r = coord({"exec", l3.string()}, {"PYPTO_RANK=/nonexistent/pypto-rank"});
   EXPECT_EQ(r.exit_code, 3) << r.all();
   EXPECT_EQ(r.out, "PYPTO_EXEC_RESULT=INFRA\n") << r.all();
-  EXPECT_TRUE(contains(r.err, "not implemented yet")) << r.all();
+  EXPECT_TRUE(contains(r.err, "/nonexistent/pypto-rank")) << r.all();
 
   fs::remove_all(dir / "golden");
   r = coord({"exec", dir.string()});

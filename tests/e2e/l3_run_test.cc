@@ -135,26 +135,36 @@ TEST(L3RunTest, ReplayPicksUpAHandEditOfOneRanksKernel) {
   expect_clean(tag);
 }
 
-TEST(L3RunTest, ExternalAgentsLaunchedByTheUsersMpirun) {
-  const fs::path dir = copy_fixture("l3/allreduce_w2", "l3_external");
-  const std::string tag = "external";
+// mpirun -n 8 pypto-rank --coord ..., launched by the user, serving a waiting coordinator.
+class L3ExternalTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(L3ExternalTest, AgentsLaunchedByTheUsersMpirunRunAndValidate) {
+  const std::string fixture = GetParam();
+  const std::string name = "external_" + fs::path(fixture).filename().string();
+  const fs::path dir = copy_fixture(fixture, name);
   const int port = free_tcp_port();
   ASSERT_GT(port, 0);
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
   Background coordinator = start_background(
       {kCoordBin.string(), "run", dir.string(), "--validate", "--agents", "external", "--bind",
        endpoint, "--startup-timeout", "60"},
-      l3_env(tag), "external_coord");
-  CoordResult agents = run_split({kMpirun.string(), "--allow-run-as-root", "--oversubscribe",
-                                  "-n", "2", kRankBin.string(), "--coord", endpoint},
-                                 l3_env(tag));
+      l3_env(name), name);
+  const int world = json::parse(slurp(dir / "distributed_meta.json"))["world_size"];
+  CoordResult agents =
+      run_split({kMpirun.string(), "--allow-run-as-root", "--oversubscribe", "-n",
+                 std::to_string(world), kRankBin.string(), "--coord", endpoint},
+                l3_env(name));
   EXPECT_EQ(agents.exit_code, 0) << agents.all();
   const auto status = coordinator.job.wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(status);
   EXPECT_EQ(status->code, 0) << coordinator.stdout_text() << coordinator.stderr_text();
   EXPECT_TRUE(contains(coordinator.stdout_text(), "validation: passed"));
-  expect_clean(tag);
+  expect_clean(name);
 }
+
+INSTANTIATE_TEST_SUITE_P(World8, L3ExternalTest,
+                         ::testing::Values("l3/allreduce_w8", "l3/ring_shift_w8", "l3/mpmd_w8"),
+                         [](const auto& info) { return fs::path(info.param).filename().string(); });
 
 TEST(L3RunTest, BenchPreparesOnceAndTimesEveryRound) {
   const fs::path dir = copy_fixture("l3/allreduce_w2", "l3_bench");

@@ -159,12 +159,13 @@ TEST(RunCommandTest, WithoutGoldenNeedsInputsAndCannotValidate) {
   EXPECT_TRUE(fs::exists(dir / "outputs/c.npy"));
 }
 
-TEST(RunCommandTest, L3BuildsAreNotRunYet) {
+TEST(RunCommandTest, L3BuildsOnAnOnboardPlatformFailBeforeAnythingIsLaunched) {
+  fs::path dir = copy_fixture("l3/allreduce_w2", "l3_onboard");
   for (const char* command : {"run", "replay"}) {
-    CoordResult r = coord({command, (kFixtures / "l3/allreduce_w8").string()});
+    CoordResult r = coord({command, dir.string(), "--platform", "a2a3"});
     EXPECT_EQ(r.exit_code, 3) << r.all();
-    EXPECT_TRUE(contains(r.err, "is an L3 (distributed) build")) << r.all();
-    EXPECT_TRUE(contains(r.err, "not implemented yet")) << r.all();
+    EXPECT_TRUE(contains(r.err, "use 'a2a3sim'")) << r.all();
+    EXPECT_FALSE(contains(r.err, "launching")) << r.all();
   }
 }
 
