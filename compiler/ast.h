@@ -1,0 +1,133 @@
+// The syntax tree of a .ptl program. The parser builds it; the checker
+// annotates every expression with its type (and its value when it is a
+// compile-time constant) so that lowering reads a fully typed tree.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/lexer.h"
+#include "compiler/source.h"
+#include "compiler/types.h"
+
+namespace pypto::compiler {
+
+enum class ExprKind {
+  kInt,      // 42
+  kFloat,    // 0.5
+  kBool,     // true
+  kName,     // x
+  kCall,     // f(a, b)         name = callee, args
+  kIndex,    // t[i]            args = {t, i}
+  kUnary,    // -x  !x          op, args = {x}
+  kBinary,   // a + b           op, args = {a, b}
+  kList,     // [a, b]          args
+  kTypeLit,  // f32[16, 64]     dtype, args = extents
+  kDType,    // f16             dtype
+};
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Expr {
+  ExprKind kind = ExprKind::kInt;
+  Span span;
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  bool bool_value = false;
+  std::string name;
+  Span name_span;
+  Tok op = Tok::kEof;
+  DType dtype = DType::kF32;
+  std::vector<ExprPtr> args;
+
+  // Filled by the checker.
+  Type type;
+  std::optional<int64_t> const_value;
+};
+
+enum class StmtKind {
+  kLet,     // let name = value
+  kConst,   // const name = value      (a local compile-time constant)
+  kAssign,  // name = value
+  kCall,    // value [on target]       (value is a kCall expression)
+  kFor,     // for name in lo .. hi [step step] { body }
+  kIf,      // if value { body } else { else_body }
+};
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+
+struct Stmt {
+  StmtKind kind = StmtKind::kCall;
+  Span span;
+  std::string name;
+  Span name_span;
+  ExprPtr value;
+  ExprPtr on;                 // kCall: the rank of a host dispatch
+  ExprPtr lo, hi, step;       // kFor
+  std::vector<StmtPtr> body;  // kFor, kIf
+  std::vector<StmtPtr> else_body;
+};
+
+enum class FuncKind { kKernel, kChip, kHost };
+enum class CoreType { kAic, kAiv };
+const char* func_kind_name(FuncKind kind);  // "kernel", "chip function", "host function"
+
+enum class ParamKind { kTensor, kWindow, kScalar };
+
+struct Param {
+  std::string name;
+  Span span;       // the name
+  Span type_span;  // the type
+  ParamKind kind = ParamKind::kTensor;
+  Direction dir = Direction::kIn;
+  DType dtype = DType::kF32;
+  std::vector<ExprPtr> dims;
+  Type type;  // filled by the checker
+};
+
+struct Function {
+  FuncKind kind = FuncKind::kKernel;
+  CoreType core = CoreType::kAiv;
+  std::string name;
+  Span name_span;
+  Span span;  // the header, "kernel aiv name(...)"
+  std::vector<Param> params;
+  std::vector<StmtPtr> body;
+};
+
+struct ConstDecl {
+  std::string name;
+  Span name_span;
+  ExprPtr value;
+};
+
+struct Import {
+  std::string path;
+  Span span;
+};
+
+// One parsed file.
+struct Module {
+  int32_t file = -1;
+  std::vector<Import> imports;
+  std::vector<ConstDecl> consts;
+  std::vector<Function> functions;
+};
+
+// A whole program: every module, each after the modules it imports.
+struct Program {
+  std::vector<Module> modules;
+};
+
+// A compact S-expression of an expression or a module, for tests and debugging:
+// "(call add (name a) (int 1))".
+std::string dump(const Expr& expr);
+std::string dump(const Stmt& stmt);
+std::string dump(const Module& module);
+
+}  // namespace pypto::compiler

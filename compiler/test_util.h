@@ -1,0 +1,54 @@
+// Helpers shared by the compiler's tests: run the front end on in-memory files.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "compiler/checker.h"
+#include "compiler/loader.h"
+#include "compiler/source.h"
+
+namespace pypto::compiler::testing {
+
+struct FrontEndRun {
+  std::string diagnostics;  // rendered, as the command prints them
+  int errors = 0;
+  CheckResult result;                // points into `program`
+  std::unique_ptr<Program> program;  // kept alive for `result.entry`
+};
+
+// Loads "t.ptl" (plus any other files of `files`, for imports) and checks it
+// when it parsed. `world` defaults to 2 so L3 test programs need no option.
+inline FrontEndRun run_front_end(const std::map<std::string, std::string>& files,
+                                 std::optional<int64_t> world = 2, Arch arch = Arch::kA2A3,
+                                 const std::string& root = "t.ptl") {
+  SourceManager sources;
+  DiagnosticEngine diags(sources);
+  LoadOptions load;
+  load.lib_dirs = {"lib"};
+  load.read = [&files](const std::string& path) -> std::optional<std::string> {
+    auto it = files.find(path);
+    if (it == files.end()) return std::nullopt;
+    return it->second;
+  };
+  FrontEndRun run;
+  run.program = std::make_unique<Program>(load_program(root, load, sources, diags));
+  if (!diags.has_errors()) {
+    CheckOptions options;
+    options.world = world;
+    options.arch = arch;
+    run.result = check(*run.program, options, diags);
+  }
+  run.diagnostics = diags.render();
+  run.errors = diags.error_count();
+  return run;
+}
+
+inline std::string diagnose(const std::string& text, std::optional<int64_t> world = 2,
+                            Arch arch = Arch::kA2A3) {
+  return run_front_end({{"t.ptl", text}}, world, arch).diagnostics;
+}
+
+}  // namespace pypto::compiler::testing
