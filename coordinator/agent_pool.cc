@@ -148,6 +148,16 @@ void AgentPool::handle_hello(wire::Decoded& decoded) {
              agent.local ? "watched by pidfd" : "watched by heartbeats");
 }
 
+std::optional<wire::Decoded> AgentPool::receive_now() {
+  try {
+    return channel_.receive(milliseconds(0));
+  } catch (const wire::ProtocolVersionError& e) {
+    // Both sides name both versions: the peer reads the REFUSE's frozen prefix.
+    refuse(e.peer_identity(), wire::make_version_refusal(e.peer_rank(), e.peer_version()));
+    throw InfraError(e.what());
+  }
+}
+
 void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) {
   while (connected_ < options_.world) {
     check_interrupt();
@@ -157,13 +167,7 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
                          "output above");
       }
     }
-    std::optional<wire::Decoded> decoded;
-    try {
-      decoded = channel_.receive(milliseconds(0));
-    } catch (const wire::ProtocolVersionError& e) {
-      refuse(e.peer_identity(), wire::make_version_refusal(e.peer_rank(), e.peer_version()));
-      throw InfraError(e.what());
-    }
+    std::optional<wire::Decoded> decoded = receive_now();
     if (decoded) {
       if (decoded->is<wire::Hello>()) {
         handle_hello(*decoded);
@@ -268,15 +272,7 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
       if (auto ended = job_poll_()) fail_lost("the agents' job " + *ended);
     }
 
-    std::optional<wire::Decoded> decoded;
-    try {
-      decoded = channel_.receive(milliseconds(0));
-    } catch (const wire::ProtocolVersionError& e) {
-      refuse(e.peer_identity(), wire::make_version_refusal(e.peer_rank(), e.peer_version()));
-      throw InfraError(e.what());
-    } catch (const wire::ProtocolError& e) {
-      throw InfraError(e.what());
-    }
+    std::optional<wire::Decoded> decoded = receive_now();
     if (decoded) {
       const int rank = rank_of(decoded->identity);
       if (rank < 0) {

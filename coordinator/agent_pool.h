@@ -103,6 +103,9 @@ class AgentPool {
   void set_activity(int rank, std::string activity);
 
  private:
+  // What the ROUTER holds, without waiting; a peer of another version is refused and
+  // fails the run (InfraError), as does any malformed message (ProtocolError).
+  std::optional<wire::Decoded> receive_now();
   void handle_hello(wire::Decoded& decoded);
   void refuse(const std::string& identity, const wire::Refuse& refusal);
   int rank_of(const std::string& identity) const;

@@ -45,7 +45,7 @@ ExecStatus exec_in_process(const std::string& dir, const DispatchFlags& flags,
                            const DispatchSettings& settings, std::string& devices,
                            std::ostream& err) {
   try {
-    L2RunRequest request;
+    RunRequest request;
     request.validate = true;
     if (detect_build_kind(dir) == BuildKind::kL3) {
       const DistributedCompiledProgram program = load_l3_program(dir, flags.platform);

@@ -18,18 +18,13 @@ CompiledProgram load_l2_program(const fs::path& dir, const std::optional<std::st
   return program;
 }
 
-L2RunOutcome run_l2_program(const CompiledProgram& program, const L2RunRequest& request,
+L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out) {
-  if (request.validate && !program.golden())
-    throw UsageError("--validate needs " + sidecar_display(program.dir(), kGoldenFile) +
-                     " and golden/expected/, but " + program.dir().string() +
-                     " has no golden/; run without --validate, or pass inputs with --input "
-                     "NAME=FILE.npy");
-  ProgramArguments args = prepare_arguments(program, request.inputs);
+  RunStart start = start_run(program, request);
+  ProgramArguments& args = start.args;
 
   L2RunOutcome outcome;
-  outcome.output_dir = request.output_dir.value_or(program.dir() / kOutputsDir);
-  remove_output_files(outcome.output_dir, program.params());
+  outcome.output_dir = start.output_dir;
 
   for (size_t i = 0; i < args.tensors.size(); ++i)
     log::debug("argument {} ({}): {}", program.params()[i].name,

@@ -11,6 +11,7 @@
 #include "artifact/compiled_program.h"
 #include "coordinator/dispatch_flags.h"
 #include "coordinator/program_inputs.h"
+#include "coordinator/run_outputs.h"
 #include "coordinator/validate.h"
 #include "orchestration/chip_worker.h"
 
@@ -24,12 +25,6 @@ namespace fs = std::filesystem;
 // not implemented yet. Invalid sidecars are ArtifactErrors (exit 3).
 CompiledProgram load_l2_program(const fs::path& dir, const std::optional<std::string>& platform,
                                 const std::string& command);
-
-struct L2RunRequest {
-  std::vector<InputOverride> inputs;
-  std::optional<fs::path> output_dir;  // <dir>/outputs when unset
-  bool validate = false;
-};
 
 struct L2RunOutcome {
   ChipRunResult result;
@@ -45,7 +40,7 @@ struct L2RunOutcome {
 // dispatch leaves none behind. Throws ValidationError (exit 1) after writing
 // the outputs when --validate finds a mismatch; UsageError when --validate is
 // asked of a build without golden/; whatever the inputs and the dispatch throw.
-L2RunOutcome run_l2_program(const CompiledProgram& program, const L2RunRequest& request,
+L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out);
 
 }  // namespace pypto::coord

@@ -38,8 +38,18 @@ Json timings_json(const std::vector<wire::PhaseTiming>& timings) {
   return result;
 }
 
-double dispatch_ms(const DispatchOutcome& d) {
-  return static_cast<double>(d.end_unix_ns - d.start_unix_ns) / 1e6;
+// What dispatch_program.json and report/run.json say of one dispatch. The times are
+// CLOCK_REALTIME of the agent's host, so dispatches of several hosts line up as far
+// as their clocks agree (docs/dfx.md).
+Json dispatch_json(const DispatchOutcome& d) {
+  Json entry;
+  entry["dispatch"] = d.index;
+  entry["program"] = d.program;
+  entry["start_unix_ns"] = d.start_unix_ns;
+  entry["end_unix_ns"] = d.end_unix_ns;
+  entry["ms"] = static_cast<double>(d.end_unix_ns - d.start_unix_ns) / 1e6;
+  entry["timings"] = timings_json(d.timings);
+  return entry;
 }
 
 // dfx_outputs/rank<r>/d<k>/: dispatch_program.json and the dispatch's DFX files.
@@ -52,18 +62,11 @@ void write_dispatch_dirs(const fs::path& dfx_root, const DistributedRunResult& r
       fs::create_directories((dir / path).parent_path());
       write_file_atomic(dir / path, bytes);
     }
-    Json meta;
+    Json meta = dispatch_json(d);
     meta["schema"] = 1;
-    meta["program"] = d.program;
     meta["next_level"] = d.next_level;
     meta["rank"] = d.rank;
-    meta["dispatch"] = d.index;
     meta["host"] = d.host;
-    // CLOCK_REALTIME of the agent's host: one clock across ranks of a host, so a
-    // merged timeline lines the ranks up (docs/dfx.md).
-    meta["start_unix_ns"] = d.start_unix_ns;
-    meta["end_unix_ns"] = d.end_unix_ns;
-    meta["timings"] = timings_json(d.timings);
     Json files = Json::array();
     for (const auto& file : d.dfx_files) files.push_back(file.first);
     meta["dfx_files"] = files;
@@ -97,15 +100,7 @@ void write_report(const DistributedCompiledProgram& program, const L3RunOutcome&
     rank["compiles"] = stats.compiles;
     Json dispatches = Json::array();
     for (const DispatchOutcome& d : outcome.result.dispatches) {
-      if (d.rank != stats.rank) continue;
-      Json entry;
-      entry["dispatch"] = d.index;
-      entry["program"] = d.program;
-      entry["start_unix_ns"] = d.start_unix_ns;
-      entry["end_unix_ns"] = d.end_unix_ns;
-      entry["ms"] = dispatch_ms(d);
-      entry["timings"] = timings_json(d.timings);
-      dispatches.push_back(entry);
+      if (d.rank == stats.rank) dispatches.push_back(dispatch_json(d));
     }
     rank["dispatches"] = dispatches;
     ranks.push_back(rank);
@@ -163,18 +158,13 @@ std::string device_list(const std::vector<int64_t>& device_ids) {
   return text;
 }
 
-L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const L2RunRequest& request,
+L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out) {
-  if (request.validate && !program.golden())
-    throw UsageError("--validate needs " + sidecar_display(program.dir(), kGoldenFile) +
-                     " and golden/expected/, but " + program.dir().string() +
-                     " has no golden/; run without --validate, or pass inputs with --input "
-                     "NAME=FILE.npy");
-  ProgramArguments args = prepare_arguments(program, request.inputs);
+  RunStart start = start_run(program, request);
+  ProgramArguments& args = start.args;
 
   L3RunOutcome outcome;
-  outcome.output_dir = request.output_dir.value_or(program.dir() / kOutputsDir);
-  remove_output_files(outcome.output_dir, program.params());
+  outcome.output_dir = start.output_dir;
   const fs::path dfx_root = program.dir() / kDfxOutputsDir;
   remove_stale_dispatch_dirs(dfx_root);
 

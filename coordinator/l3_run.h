@@ -38,7 +38,7 @@ struct L3RunOutcome {
 // report/run.json is written whatever the outcome. Throws like run_l2_program,
 // plus the distributed failures (a rank's kernel error: exit 1; a lost agent;
 // Ctrl-C: exit 130).
-L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const L2RunRequest& request,
+L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out);
 
 // "0,1,2,3": the device ids exec prints for an L3 build.

@@ -41,7 +41,7 @@ void add_replay_args(CLI::App& cmd, ReplayArgs& args) {
 }
 
 int run_replay(const ReplayArgs& args, std::ostream& out) {
-  const L2RunRequest request = make_run_request(args.run);
+  const RunRequest request = make_run_request(args.run);
   const DispatchSettings settings = resolve_dispatch_flags(args.run.dispatch);
   // Loading first: a broken sidecar or an onboard platform fails before any
   // kernel source is rewritten.

@@ -19,8 +19,8 @@ void add_run_args(CLI::App& cmd, RunArgs& args) {
   add_dispatch_flags(cmd, args.dispatch);
 }
 
-L2RunRequest make_run_request(const RunArgs& args) {
-  L2RunRequest request;
+RunRequest make_run_request(const RunArgs& args) {
+  RunRequest request;
   for (const std::string& text : args.inputs) request.inputs.push_back(parse_input_override(text));
   if (args.output_dir) {
     if (args.output_dir->empty()) throw UsageError("--output-dir: the directory name is empty");
@@ -31,7 +31,7 @@ L2RunRequest make_run_request(const RunArgs& args) {
 }
 
 int run_run(const RunArgs& args, std::ostream& out) {
-  const L2RunRequest request = make_run_request(args);
+  const RunRequest request = make_run_request(args);
   const DispatchSettings settings = resolve_dispatch_flags(args.dispatch);
   if (detect_build_kind(args.dir) == BuildKind::kL3) {
     run_l3_program(load_l3_program(args.dir, args.dispatch.platform), request, settings, out);

@@ -26,7 +26,7 @@ struct RunArgs {
 void add_run_args(CLI::App& cmd, RunArgs& args);
 
 // Checks the flags (UsageError, exit 2) before anything is loaded.
-L2RunRequest make_run_request(const RunArgs& args);
+RunRequest make_run_request(const RunArgs& args);
 
 // Returns the exit code; errors propagate as exceptions (cli.cc maps them).
 int run_run(const RunArgs& args, std::ostream& out);

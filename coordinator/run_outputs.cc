@@ -4,10 +4,23 @@
 #include <sstream>
 #include <system_error>
 
+#include "artifact/build_paths.h"
 #include "common/error.h"
 #include "common/npy.h"
 
 namespace pypto::coord {
+
+RunStart start_run(const ProgramData& program, const RunRequest& request) {
+  if (request.validate && !program.golden)
+    throw UsageError("--validate needs " + sidecar_display(program.dir, kGoldenFile) +
+                     " and golden/expected/, but " + program.dir.string() +
+                     " has no golden/; run without --validate, or pass inputs with --input "
+                     "NAME=FILE.npy");
+  RunStart start{prepare_arguments(program, request.inputs),
+                 request.output_dir.value_or(program.dir / kOutputsDir)};
+  remove_output_files(start.output_dir, program.params);
+  return start;
+}
 
 std::string ms_text(double ms) {
   std::ostringstream out;

@@ -4,17 +4,34 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "common/tensor.h"
 #include "coordinator/program_data.h"
+#include "coordinator/program_inputs.h"
 #include "coordinator/validate.h"
 
 namespace pypto::coord {
 
 namespace fs = std::filesystem;
+
+// What a run (L2 or L3) is asked for beyond its dispatch flags.
+struct RunRequest {
+  std::vector<InputOverride> inputs;
+  std::optional<fs::path> output_dir;  // <dir>/outputs when unset
+  bool validate = false;
+};
+
+// The start every run shares: refuses --validate without golden/ (UsageError),
+// prepares the arguments (program_inputs.h), removes the outputs an earlier run left.
+struct RunStart {
+  ProgramArguments args;
+  fs::path output_dir;
+};
+RunStart start_run(const ProgramData& program, const RunRequest& request);
 
 // "12.3 ms" (two decimals under 10 ms).
 std::string ms_text(double ms);
