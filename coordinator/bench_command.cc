@@ -26,6 +26,7 @@ double ms_since(Clock::time_point start) {
 
 std::vector<InputOverride> parse_inputs(const std::vector<std::string>& texts) {
   std::vector<InputOverride> inputs;
+  inputs.reserve(texts.size());
   for (const std::string& text : texts) inputs.push_back(parse_input_override(text));
   return inputs;
 }
