@@ -111,9 +111,17 @@ CompiledProgram CompiledProgram::from_sub_build(const fs::path& dir, const std::
                                                 std::vector<ParamInfo> params,
                                                 const std::string& platform,
                                                 const std::string& arch) {
+  return from_sub_build(dir, KernelConfig::load(dir), program, std::move(params), platform, arch);
+}
+
+CompiledProgram CompiledProgram::from_sub_build(const fs::path& dir, KernelConfig config,
+                                                const std::string& program,
+                                                std::vector<ParamInfo> params,
+                                                const std::string& platform,
+                                                const std::string& arch) {
   CompiledProgram p;
   p.dir_ = dir;
-  p.config_ = KernelConfig::load(dir);
+  p.config_ = std::move(config);
   const OrchestrationInfo* orch = p.config_.find_orchestration(program);
   if (!orch)
     fail_in(dir, kKernelConfigFile, "orchestrations",

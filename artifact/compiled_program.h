@@ -61,6 +61,11 @@ class CompiledProgram {
   static CompiledProgram from_sub_build(const fs::path& dir, const std::string& program,
                                         std::vector<ParamInfo> params, const std::string& platform,
                                         const std::string& arch);
+  // The same with dir's kernel_config.json already loaded (a rank agent loads it
+  // once per build, not once per dispatch).
+  static CompiledProgram from_sub_build(const fs::path& dir, KernelConfig config,
+                                        const std::string& program, std::vector<ParamInfo> params,
+                                        const std::string& platform, const std::string& arch);
 
   // A copy that runs on `platform` (same checks as from_dir's override).
   CompiledProgram with_platform(const std::string& platform) const;

@@ -502,7 +502,7 @@ void ChipRuntime::core_loop(Core* core) {
         // Spin briefly without the lock before sleeping: tasks often arrive in
         // bursts, and a futex wake costs more than a short yield loop.
         lock.unlock();
-        for (int i = 0; i < 64; ++i) {
+        for (int i = 0; i < config_.idle_spins; ++i) {
           std::this_thread::yield();
           std::lock_guard<std::mutex> peek(q.mu);
           if (!q.slots.empty() || stop_) break;

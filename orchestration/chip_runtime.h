@@ -58,6 +58,10 @@ struct RuntimeConfig {
   int rank = 0;
   int world = 1;
   std::chrono::milliseconds dispatch_timeout{std::chrono::minutes(10)};
+  // Yields an idle core thread makes before it sleeps: cheap wake-ups for bursts of
+  // tasks on a machine with cores to spare; 0 when the host is oversubscribed
+  // (eight rank agents on two cores), where spinning only steals the others' time.
+  int idle_spins = 64;
 };
 
 // Core counts sized to the machine: half the cores each, at least 1, at most

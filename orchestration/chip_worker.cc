@@ -78,6 +78,7 @@ chip::RuntimeConfig runtime_config_for(const RunConfig& config, const CoreCounts
   rc.dump_args = dfx.enable_dump_args;
   rc.rank = rank;
   rc.world = world;
+  rc.idle_spins = cores.idle_spins;
   return rc;
 }
 
@@ -127,11 +128,22 @@ ChipWorker::LoadedProgram& ChipWorker::load(const CompiledProgram& program,
   std::vector<std::string> sources{orch.source};
   for (const auto& k : kc.kernels) sources.push_back(k.source);
 
-  AssembleOptions options;
-  options.platform = program.platform();
-  options.arch = program.arch();
-  options.store_dir = context.binary_store;
-  AssembledBinaries paths = assemble(program.dir(), sources, options);
+  AssembledBinaries paths;
+  if (context.binaries) {
+    for (const std::string& source : sources) {
+      auto it = context.binaries->find(source);
+      if (it == context.binaries->end())
+        throw InfraError(program.name() + ": the prepared binaries lack " + source +
+                         "; prepare the build again");
+      paths.emplace(source, it->second);
+    }
+  } else {
+    AssembleOptions options;
+    options.platform = program.platform();
+    options.arch = program.arch();
+    options.store_dir = context.binary_store;
+    paths = assemble(program.dir(), sources, options);
+  }
   assemble_ms = ms_since(start);
 
   auto& slot = loaded_[fs::absolute(program.dir()).lexically_normal().string() + "#" + orch.name];

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "artifact/assembler.h"
 #include "artifact/compiled_program.h"
 #include "artifact/loaded_binary.h"
 #include "common/run_config.h"
@@ -38,6 +39,11 @@ struct DispatchContext {
   std::optional<fs::path> dfx_dir;
   // Host-wide binary store (rank agents); <build>/cache/bin when unset.
   std::optional<fs::path> binary_store;
+  // The program's binaries assembled beforehand (a rank agent assembles every
+  // source of a build once, when it prepares it): run() then loads these instead
+  // of re-checking the binary cache on every dispatch. Must hold every source of
+  // the program, built for its platform.
+  const AssembledBinaries* binaries = nullptr;
   // Deadline of the dispatch (pypto-coord --timeout); chip::RuntimeConfig's
   // default when unset.
   std::optional<std::chrono::milliseconds> dispatch_timeout;
@@ -56,6 +62,8 @@ struct ChipRunResult {
 struct CoreCounts {
   int aic = chip::default_core_count();
   int aiv = chip::default_core_count();
+  // chip::RuntimeConfig::idle_spins: rank agents of an oversubscribed host set 0.
+  int idle_spins = 64;
   static CoreCounts from_env();
 };
 

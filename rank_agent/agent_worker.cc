@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <thread>
 #include <cstring>
 
 #include "artifact/assembler.h"
@@ -37,6 +38,15 @@ int64_t realtime_ns() {
 }
 
 int wire_exit_code(const std::exception& e) { return static_cast<int>(exit_code_of(e)); }
+
+// The simulated cores of this rank's chip; their idle threads sleep at once when
+// the ranks of this node have more core threads than the node has CPUs.
+CoreCounts core_counts_for(int ranks_on_node) {
+  CoreCounts cores = CoreCounts::from_env();
+  const long cpus = std::max(1u, std::thread::hardware_concurrency());
+  if (static_cast<long>(ranks_on_node) * (cores.aic + cores.aiv) > cpus) cores.idle_spins = 0;
+  return cores;
+}
 
 std::vector<WindowSpec> window_specs(const std::vector<wire::WireWindow>& windows) {
   std::vector<WindowSpec> specs;
@@ -90,6 +100,10 @@ struct AgentWorker::Build {
   std::vector<wire::WireWindow> windows_spec;
   std::unique_ptr<WindowSet> windows;
   bool ready = false;
+  // Loaded and assembled once by prepare, so a dispatch neither re-reads the
+  // sidecar nor re-checks the binary cache (kPreparePlatform's binaries).
+  std::optional<KernelConfig> config;
+  AssembledBinaries binaries;
 };
 
 AgentWorker::AgentWorker(std::function<void()> notify)
@@ -283,6 +297,8 @@ void AgentWorker::prepare(PrepareJob& job) {
   }
   if (!failure) {
     try {
+      build.config.reset();
+      build.binaries.clear();
       const KernelConfig config = KernelConfig::load(build.dir);
       std::vector<std::string> sources;
       for (const auto& o : config.orchestrations) sources.push_back(o.source);
@@ -296,7 +312,8 @@ void AgentWorker::prepare(PrepareJob& job) {
       options.arch = arch;
       options.store_dir = settings_.binary_store;
       options.stats = &stats;
-      assemble(build.dir, sources, options);
+      build.binaries = assemble(build.dir, sources, options);
+      build.config = config;
       ready.cache_hits = stats.cached;
       ready.compiles = stats.compiled;
     } catch (const std::exception& e) {
@@ -430,12 +447,17 @@ void AgentWorker::dispatch(DispatchJob& job) {
     job.payloads.clear();
 
     const RunConfig config = run_config_of(d.run, d.dfx);
-    const CompiledProgram program = CompiledProgram::from_sub_build(
-        build.dir, d.program, std::move(params), config.platform(), arch_name(config.arch));
+    const CompiledProgram program =
+        build.config ? CompiledProgram::from_sub_build(build.dir, *build.config, d.program,
+                                                       std::move(params), config.platform(),
+                                                       arch_name(config.arch))
+                     : CompiledProgram::from_sub_build(build.dir, d.program, std::move(params),
+                                                       config.platform(), arch_name(config.arch));
     if (!chip_ || chip_->config() != config) {
       chip_.reset();
-      chip_ = std::make_unique<ChipWorker>(config);
+      chip_ = std::make_unique<ChipWorker>(config, core_counts_for(session_->node_size()));
     }
+    if (build.config && config.platform() == kPreparePlatform) context.binaries = &build.binaries;
     CommState comm_state(*build.windows, d.run.wait_timeout_ms
                                              ? std::chrono::milliseconds(d.run.wait_timeout_ms)
                                              : settings_.wait_timeout);

@@ -825,4 +825,7 @@ PYPTO_TILE_UNARY(neg, OpNeg)
 }  // namespace tile
 }  // namespace pypto
 
+// The helpers of pypto-ptoas's generated kernel bodies (pypto::tile::pto).
+#include "pto_runtime.h"
+
 #endif  // PYPTO_TILE_H_

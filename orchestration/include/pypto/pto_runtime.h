@@ -1,0 +1,517 @@
+/* Run-time helpers of the C++ that pypto-ptoas emits from a .pto listing
+ * (docs/pto-format.md). Included by tile.h; C++17, header-only.
+ *
+ * A generated body `ptoas_<unit>` keeps every tile in one per-thread scratch
+ * buffer (grown once, then reused: fresh pages cost a fault each), binds its
+ * parameters through a Kernel (which checks them and reports problems through
+ * ctx->hooks->report_error), and runs each tile instruction as one call here.
+ * Tiles are contiguous row-major buffers; f32 elementwise work goes through
+ * tile.h's vectorized helpers over the whole tile as one row, f32 matmul
+ * through tile.h's register-blocked matmul_f32.
+ */
+#ifndef PYPTO_PTO_RUNTIME_H_
+#define PYPTO_PTO_RUNTIME_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_abi.h"
+
+namespace pypto {
+namespace tile {
+namespace pto {
+
+inline size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case PYPTO_F32:
+    case PYPTO_I32:
+      return 4;
+    case PYPTO_F16:
+    case PYPTO_BF16:
+    case PYPTO_I16:
+      return 2;
+    case PYPTO_I64:
+      return 8;
+    default:
+      return 1;
+  }
+}
+
+// One growing 64-byte aligned buffer per thread.
+struct Scratch {
+  char* data = nullptr;
+  size_t size = 0;
+  ~Scratch() { free(data); }
+  char* get(size_t want) {
+    if (want == 0) want = 64;
+    if (want > size) {
+      const size_t bytes = (want + 63) / 64 * 64;
+      void* p = aligned_alloc(64, bytes);
+      if (!p) return nullptr;
+      free(data);
+      data = static_cast<char*>(p);
+      size = bytes;
+    }
+    return data;
+  }
+};
+
+inline char* scratch(size_t bytes) {
+  static thread_local Scratch s;
+  return s.get(bytes);
+}
+
+enum BinOp { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4, kMin = 5 };
+enum Bcast { kFull = 0, kRow = 1, kCol = 2 };  // b is [r, c], [r, 1] or [1, c]
+
+// The kernel's view of its arguments, with error reporting.
+struct Kernel {
+  const pypto_kernel_args* args;
+  const char* unit;
+
+  void fail(const char* message) const {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s: %s", unit, message);
+    args->ctx->hooks->report_error(args->ctx, buf);
+  }
+
+  static void format_dims(char* out, size_t cap, const int64_t* v, int n) {
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && len + 24 < cap; ++i)
+      len += (size_t)snprintf(out + len, cap - len, "%s%lld", i ? ", " : "", (long long)v[i]);
+  }
+
+  // Tensor argument `index` must have `dtype` and exactly `shape`.
+  bool tensor(int index, const char* name, int32_t dtype, int ndim, const int64_t* shape,
+              pypto_tensor* out) const {
+    char msg[400];
+    if (index >= args->num_tensors) {
+      snprintf(msg, sizeof msg, "tensor argument %d ('%s') is missing", index, name);
+      fail(msg);
+      return false;
+    }
+    const pypto_tensor& t = args->tensors[index];
+    bool ok = t.dtype == dtype && t.ndim == ndim && (t.data != nullptr);
+    for (int d = 0; ok && d < ndim; ++d) ok = t.shape[d] == shape[d];
+    if (!ok) {
+      char want[160], got[160];
+      format_dims(want, sizeof want, shape, ndim);
+      format_dims(got, sizeof got, t.shape, t.ndim > 0 && t.ndim <= PYPTO_MAX_DIMS ? t.ndim : 0);
+      snprintf(msg, sizeof msg,
+               "tensor argument %d ('%s') must be dtype %d [%s], got dtype %d [%s]%s", index, name,
+               (int)dtype, want, (int)t.dtype, got, t.data ? "" : " with null data");
+      fail(msg);
+      return false;
+    }
+    *out = t;
+    return true;
+  }
+
+  // Window `name` of ctx->windows as a row-major tensor over its local copy.
+  bool window(const char* name, int32_t dtype, int ndim, const int64_t* shape, pypto_tensor* out,
+              int32_t* id) const {
+    const pypto_kernel_ctx* ctx = args->ctx;
+    char msg[400];
+    uint64_t bytes = dtype_size(dtype);
+    for (int d = 0; d < ndim; ++d) bytes *= (uint64_t)shape[d];
+    for (int32_t i = 0; i < ctx->num_windows; ++i) {
+      const pypto_window& w = ctx->windows[i];
+      if (!w.name || strcmp(w.name, name) != 0) continue;
+      if (w.dtype != dtype || w.bytes < bytes || !w.local) {
+        snprintf(msg, sizeof msg,
+                 "window '%s' must hold dtype %d and at least %llu bytes, got dtype %d, %llu "
+                 "bytes",
+                 name, (int)dtype, (unsigned long long)bytes, (int)w.dtype,
+                 (unsigned long long)w.bytes);
+        fail(msg);
+        return false;
+      }
+      memset(out, 0, sizeof *out);
+      out->data = w.local;
+      out->dtype = dtype;
+      out->ndim = ndim;
+      int64_t stride = 1;
+      for (int d = ndim - 1; d >= 0; --d) {
+        out->shape[d] = shape[d];
+        out->strides[d] = stride;
+        stride *= shape[d];
+      }
+      *id = w.id;
+      return true;
+    }
+    snprintf(msg, sizeof msg, "window '%s' is not among the %d windows of this dispatch", name,
+             (int)ctx->num_windows);
+    fail(msg);
+    return false;
+  }
+
+  int64_t scalar_int(int index) const {
+    return index < args->num_scalars ? args->scalars[index] : 0;
+  }
+  float scalar_f32(int index) const {
+    const uint32_t bits = (uint32_t)scalar_int(index);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+
+  // The region [off, off + extent) of `t`, whose last two extents are rows and
+  // cols (one dimension: cols) and the others 1, must lie inside `t`.
+  bool region(const pypto_tensor& t, const char* name, const int64_t* off, int64_t rows,
+              int64_t cols, const char* what) const {
+    const int n = t.ndim;
+    bool ok = true;
+    for (int d = 0; d < n; ++d) {
+      const int64_t ext = d == n - 1 ? cols : (d == n - 2 ? rows : 1);
+      if (off[d] < 0 || off[d] > t.shape[d] - ext) ok = false;
+    }
+    if (ok) return true;
+    char o[160], s[160], msg[400];
+    format_dims(o, sizeof o, off, n);
+    format_dims(s, sizeof s, t.shape, n);
+    snprintf(msg, sizeof msg, "%s of a [%lld, %lld] tile at [%s] is outside '%s' [%s]", what,
+             (long long)rows, (long long)cols, o, name, s);
+    fail(msg);
+    return false;
+  }
+
+  static int64_t element_offset(const pypto_tensor& t, const int64_t* off) {
+    int64_t e = t.offset;
+    for (int d = 0; d < t.ndim; ++d) e += off[d] * t.strides[d];
+    return e;
+  }
+  static int64_t row_stride(const pypto_tensor& t) { return t.ndim >= 2 ? t.strides[t.ndim - 2] : 0; }
+  static int64_t col_stride(const pypto_tensor& t) { return t.strides[t.ndim - 1]; }
+
+  template <class T>
+  bool load(const pypto_tensor& t, const char* name, const int64_t* off, int64_t rows,
+            int64_t cols, T* dst) const {
+    if (!region(t, name, off, rows, cols, "load")) return false;
+    const T* src = static_cast<const T*>(t.data) + element_offset(t, off);
+    const int64_t rs = row_stride(t), cs = col_stride(t);
+    if (cs == 1 && (rows == 1 || rs == cols)) {
+      memcpy(dst, src, size_t(rows * cols) * sizeof(T));
+    } else if (cs == 1) {
+      for (int64_t r = 0; r < rows; ++r) memcpy(dst + r * cols, src + r * rs, size_t(cols) * sizeof(T));
+    } else {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[r * rs + c * cs];
+    }
+    return true;
+  }
+
+  template <class T>
+  bool store(const T* src, int64_t rows, int64_t cols, const pypto_tensor& t, const char* name,
+             const int64_t* off) const {
+    if (!region(t, name, off, rows, cols, "store")) return false;
+    T* dst = static_cast<T*>(t.data) + element_offset(t, off);
+    const int64_t rs = row_stride(t), cs = col_stride(t);
+    if (cs == 1 && (rows == 1 || rs == cols)) {
+      memcpy(dst, src, size_t(rows * cols) * sizeof(T));
+    } else if (cs == 1) {
+      for (int64_t r = 0; r < rows; ++r) memcpy(dst + r * rs, src + r * cols, size_t(cols) * sizeof(T));
+    } else {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) dst[r * rs + c * cs] = src[r * cols + c];
+    }
+    return true;
+  }
+
+  // `w` is the window's local view (row-major, offset 0): byte offsets in a
+  // peer's copy equal those in the local one.
+  template <class T>
+  bool remote_load(int32_t id, const pypto_tensor& w, const char* name, int64_t peer,
+                   const int64_t* off, int64_t rows, int64_t cols, T* dst) const {
+    if (!region(w, name, off, rows, cols, "remote_load")) return false;
+    const pypto_kernel_ctx* ctx = args->ctx;
+    const int64_t base = element_offset(w, off);
+    const int64_t rs = row_stride(w);
+    if (rows == 1 || rs == cols)
+      return ctx->comm->remote_load(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), dst,
+                                    uint64_t(rows * cols) * sizeof(T)) == 0;
+    for (int64_t r = 0; r < rows; ++r)
+      if (ctx->comm->remote_load(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
+                                 dst + r * cols, uint64_t(cols) * sizeof(T)) != 0)
+        return false;
+    return true;
+  }
+
+  template <class T>
+  bool remote_store(const T* src, int64_t rows, int64_t cols, int32_t id, const pypto_tensor& w,
+                    const char* name, int64_t peer, const int64_t* off, int32_t op) const {
+    if (!region(w, name, off, rows, cols, "remote_store")) return false;
+    const pypto_kernel_ctx* ctx = args->ctx;
+    const int64_t base = element_offset(w, off);
+    const int64_t rs = row_stride(w);
+    if (rows == 1 || rs == cols)
+      return ctx->comm->remote_store(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), src,
+                                     uint64_t(rows * cols), w.dtype, op) == 0;
+    for (int64_t r = 0; r < rows; ++r)
+      if (ctx->comm->remote_store(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
+                                  src + r * cols, uint64_t(cols), w.dtype, op) != 0)
+        return false;
+    return true;
+  }
+
+  // put (to_peer) / get: all of `local` <-> the region of the peer's window
+  // `w` at `off` (same rank, local's extents). One comm call per last-dimension row.
+  bool transfer(bool to_peer, const pypto_tensor& local, const char* local_name, int32_t id,
+                const pypto_tensor& w, const char* name, int64_t peer, const int64_t* off) const {
+    const int n = w.ndim;
+    char msg[400];
+    for (int d = 0; d < n; ++d) {
+      if (off[d] < 0 || off[d] > w.shape[d] - local.shape[d]) {
+        char o[160], s[160], e[160];
+        format_dims(o, sizeof o, off, n);
+        format_dims(s, sizeof s, w.shape, n);
+        format_dims(e, sizeof e, local.shape, n);
+        snprintf(msg, sizeof msg, "%s of '%s' [%s] at [%s] is outside window '%s' [%s]",
+                 to_peer ? "put" : "get", local_name, e, o, name, s);
+        fail(msg);
+        return false;
+      }
+    }
+    const size_t es = dtype_size(w.dtype);
+    const int64_t cols = local.shape[n - 1];
+    const int64_t lcs = local.strides[n - 1];
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < n; ++d) rows *= local.shape[d];
+    if (rows * cols == 0) return true;
+    const pypto_kernel_ctx* ctx = args->ctx;
+    char* row_buf = nullptr;
+    if (lcs != 1 && cols > 1) {
+      row_buf = static_cast<char*>(malloc(size_t(cols) * es));
+      if (!row_buf) {
+        fail("out of memory in put/get");
+        return false;
+      }
+    }
+    int64_t idx[PYPTO_MAX_DIMS] = {0};
+    bool ok = true;
+    for (int64_t r = 0; r < rows && ok; ++r) {
+      int64_t le = local.offset, we = 0;
+      for (int d = 0; d + 1 < n; ++d) {
+        le += idx[d] * local.strides[d];
+        we += (off[d] + idx[d]) * w.strides[d];
+      }
+      we += off[n - 1];
+      char* lp = static_cast<char*>(local.data) + le * (int64_t)es;
+      const uint64_t wb = uint64_t(we) * es, bytes = uint64_t(cols) * es;
+      if (to_peer) {
+        const char* src = lp;
+        if (row_buf) {
+          for (int64_t c = 0; c < cols; ++c) memcpy(row_buf + c * es, lp + c * lcs * (int64_t)es, es);
+          src = row_buf;
+        }
+        ok = ctx->comm->put(ctx, id, (int32_t)peer, wb, src, bytes) == 0;
+      } else {
+        char* dst = row_buf ? row_buf : lp;
+        ok = ctx->comm->get(ctx, id, (int32_t)peer, wb, dst, bytes) == 0;
+        if (ok && row_buf)
+          for (int64_t c = 0; c < cols; ++c) memcpy(lp + c * lcs * (int64_t)es, row_buf + c * es, es);
+      }
+      for (int d = n - 2; d >= 0; --d) {
+        if (++idx[d] < local.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    free(row_buf);
+    return ok;
+  }
+
+  // The int32 cell at `off` of window `w`, as a byte offset.
+  bool cell(const pypto_tensor& w, const char* name, const int64_t* off, uint64_t* bytes,
+            const char* what) const {
+    if (!region(w, name, off, 1, 1, what)) return false;
+    *bytes = uint64_t(element_offset(w, off)) * 4;
+    return true;
+  }
+  bool notify(int32_t id, const pypto_tensor& w, const char* name, int64_t peer,
+              const int64_t* off, int64_t value, int32_t op) const {
+    uint64_t b = 0;
+    if (!cell(w, name, off, &b, "notify")) return false;
+    return args->ctx->comm->notify(args->ctx, id, (int32_t)peer, b, (int32_t)value, op) == 0;
+  }
+  bool wait(int32_t id, const pypto_tensor& w, const char* name, const int64_t* off, int32_t cmp,
+            int64_t value) const {
+    uint64_t b = 0;
+    if (!cell(w, name, off, &b, "wait")) return false;
+    return args->ctx->comm->wait(args->ctx, id, b, cmp, (int32_t)value) == 0;
+  }
+
+  bool div_check(int64_t b, int line) const {
+    if (b != 0) return true;
+    char msg[128];
+    snprintf(msg, sizeof msg, "integer division by zero (.pto line %d)", line);
+    fail(msg);
+    return false;
+  }
+  bool step_check(int64_t s, int line) const {
+    if (s > 0) return true;
+    char msg[128];
+    snprintf(msg, sizeof msg, "loop step %lld is not positive (.pto line %d)", (long long)s, line);
+    fail(msg);
+    return false;
+  }
+};
+
+// ---- elementwise (tiles are contiguous, n = rows * cols)
+
+template <class T>
+inline T apply(BinOp op, T a, T b) {
+  switch (op) {
+    case kAdd:
+      return T(a + b);
+    case kSub:
+      return T(a - b);
+    case kMul:
+      return T(a * b);
+    case kDiv:
+      return b == T(0) && !(T(0.5) > T(0)) ? T(0) : T(a / b);  // integer x / 0 -> 0
+    case kMax:
+      return a > b ? a : b;
+    case kMin:
+      return a < b ? a : b;
+  }
+  return a;
+}
+
+template <class T>
+inline void binary(BinOp op, int64_t rows, int64_t cols, const T* a, const T* b, Bcast bc, T* c) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      const T y = bc == kFull ? b[r * cols + j] : bc == kRow ? b[r] : b[j];
+      c[r * cols + j] = apply(op, a[r * cols + j], y);
+    }
+}
+
+inline void f32_rows(BinOp op, int64_t rows, int64_t cols, const float* a, int64_t lda,
+                     const float* b, int64_t ldb, float* c, int64_t ldc) {
+  switch (op) {
+    case kAdd:
+      return add(rows, cols, a, lda, b, ldb, c, ldc);
+    case kSub:
+      return sub(rows, cols, a, lda, b, ldb, c, ldc);
+    case kMul:
+      return mul(rows, cols, a, lda, b, ldb, c, ldc);
+    case kDiv:
+      return div(rows, cols, a, lda, b, ldb, c, ldc);
+    case kMax:
+      return max(rows, cols, a, lda, b, ldb, c, ldc);
+    case kMin:
+      return min(rows, cols, a, lda, b, ldb, c, ldc);
+  }
+}
+
+inline void f32_scalar(BinOp op, int64_t rows, int64_t cols, const float* a, int64_t lda, float s,
+                       float* c, int64_t ldc) {
+  switch (op) {
+    case kAdd:
+      return add_scalar(rows, cols, a, lda, s, c, ldc);
+    case kSub:
+      return sub_scalar(rows, cols, a, lda, s, c, ldc);
+    case kMul:
+      return mul_scalar(rows, cols, a, lda, s, c, ldc);
+    case kDiv:
+      return div_scalar(rows, cols, a, lda, s, c, ldc);
+    case kMax:
+      return max_scalar(rows, cols, a, lda, s, c, ldc);
+    case kMin:
+      return min_scalar(rows, cols, a, lda, s, c, ldc);
+  }
+}
+
+// c = a op b; the whole contiguous tile is one long row for the vector code.
+inline void binary(BinOp op, int64_t rows, int64_t cols, const float* a, const float* b, Bcast bc,
+                   float* c) {
+  if (bc == kFull) return f32_rows(op, 1, rows * cols, a, rows * cols, b, rows * cols, c, rows * cols);
+  if (bc == kCol) return f32_rows(op, rows, cols, a, cols, b, 0, c, cols);
+  for (int64_t r = 0; r < rows; ++r) f32_scalar(op, 1, cols, a + r * cols, cols, b[r], c + r * cols, cols);
+}
+
+template <class T>
+inline void binary_scalar(BinOp op, int64_t n, const T* a, T s, T* c) {
+  for (int64_t i = 0; i < n; ++i) c[i] = apply(op, a[i], s);
+}
+inline void binary_scalar(BinOp op, int64_t n, const float* a, float s, float* c) {
+  f32_scalar(op, 1, n, a, n, s, c, n);
+}
+
+template <class T>
+inline void neg(int64_t n, const T* a, T* c) {
+  for (int64_t i = 0; i < n; ++i) c[i] = T(-a[i]);
+}
+inline void neg(int64_t n, const float* a, float* c) { pypto::tile::neg(1, n, a, n, c, n); }
+inline void exp(int64_t n, const float* a, float* c) { pypto::tile::exp(1, n, a, n, c, n); }
+inline void sqrt(int64_t n, const float* a, float* c) { pypto::tile::sqrt(1, n, a, n, c, n); }
+
+template <class T>
+inline void fill(int64_t n, T v, T* c) {
+  for (int64_t i = 0; i < n; ++i) c[i] = v;
+}
+
+template <class To, class From>
+inline void cast(int64_t n, const From* a, To* c) {
+  for (int64_t i = 0; i < n; ++i) c[i] = static_cast<To>(a[i]);
+}
+
+template <class T>
+inline void copy(int64_t n, const T* a, T* c) {
+  if (a != c) memmove(c, a, size_t(n) * sizeof(T));
+}
+
+// c[r] = sum / max of row r. Eight partial sums per row keep the loop
+// vectorizable without reassociation flags.
+template <class T>
+inline void row_sum(int64_t rows, int64_t cols, const T* a, T* c) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* ar = a + r * cols;
+    T acc[8] = {};
+    int64_t j = 0;
+    for (; j + 8 <= cols; j += 8)
+      for (int k = 0; k < 8; ++k) acc[k] = T(acc[k] + ar[j + k]);
+    T s = T(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
+    for (; j < cols; ++j) s = T(s + ar[j]);
+    c[r] = s;
+  }
+}
+
+template <class T>
+inline void row_max(int64_t rows, int64_t cols, const T* a, T* c) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* ar = a + r * cols;
+    T m = ar[0];
+    for (int64_t j = 1; j < cols; ++j) m = ar[j] > m ? ar[j] : m;
+    c[r] = m;
+  }
+}
+
+// c (+)= a[m, k] * b[k, n]; c must not overlap a or b.
+inline void matmul(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
+                   bool accumulate) {
+  matmul_f32(m, n, k, a, k, b, n, c, n, accumulate);
+}
+template <class TA, class TC>
+inline void matmul(int64_t m, int64_t n, int64_t k, const TA* a, const TA* b, TC* c,
+                   bool accumulate) {
+  for (int64_t i = 0; i < m; ++i) {
+    TC* ci = c + i * n;
+    if (!accumulate)
+      for (int64_t j = 0; j < n; ++j) ci[j] = TC(0);
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const TC aik = TC(a[i * k + kk]);
+      const TA* bk = b + kk * n;
+      for (int64_t j = 0; j < n; ++j) ci[j] = TC(ci[j] + aik * TC(bk[j]));
+    }
+  }
+}
+
+}  // namespace pto
+}  // namespace tile
+}  // namespace pypto
+
+#endif  // PYPTO_PTO_RUNTIME_H_
