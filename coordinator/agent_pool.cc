@@ -298,9 +298,9 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
       return Incoming{rank, std::move(*decoded)};
     }
 
-    if (now >= deadline) return std::nullopt;
     send_heartbeats(now);
     check_silence(now);
+    if (now >= deadline) return std::nullopt;
     Clock::time_point wake = std::min(deadline, now + options_.heartbeat_interval);
     if (job_poll_ && job_pidfd_ < 0) wake = std::min(wake, now + milliseconds(250));
     wait_readable(wake);

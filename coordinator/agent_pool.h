@@ -87,7 +87,8 @@ class AgentPool {
     int rank = -1;
     wire::Decoded decoded;
   };
-  // The next message of an agent other than HEARTBEAT, or nullopt at `deadline`.
+  // The next message of an agent other than HEARTBEAT, or nullopt at `deadline`
+  // (a deadline already past still sends the heartbeats due and checks deadlines).
   // Throws: InterruptedError (Ctrl-C), the agent's error for AGENT_ERROR, and for a
   // lost agent (its process ended, the job ended, or it was silent past the heartbeat
   // timeout) an error naming the rank — ProgramError when it was running a dispatch,

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <chrono>
 #include <exception>
 #include <map>
@@ -105,6 +108,14 @@ struct DistributedWorker::Impl {
   uint64_t next_request_id = 1;
   std::exception_ptr failure;
   bool closed = false;
+  // Every use of the pool and the queues holds `mu`: the caller's thread in
+  // submit/wait/close, and the keepalive thread, which between calls answers
+  // heartbeats, checks the agents' deadlines and completes submitted runs, so
+  // that an idle worker is never mistaken for a dead coordinator.
+  std::mutex mu;
+  std::condition_variable keepalive_wake;
+  std::thread keepalive;
+  bool stop_keepalive = false;
 };
 
 DistributedWorker::DistributedWorker() : impl_(std::make_unique<Impl>()) {}
@@ -137,7 +148,33 @@ std::unique_ptr<DistributedWorker> DistributedWorker::prepare(
     worker->fail(e);
     throw;
   }
+  worker->start_keepalive(options.heartbeat_interval);
   return worker;
+}
+
+void DistributedWorker::start_keepalive(milliseconds interval) {
+  impl_->keepalive = std::thread([this, interval] {
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    while (!impl_->stop_keepalive && !impl_->closed) {
+      impl_->keepalive_wake.wait_for(lock, interval);
+      if (impl_->stop_keepalive || impl_->closed) break;
+      try {
+        while (pump(Clock::now())) {
+        }
+      } catch (const std::exception& e) {
+        fail(e);  // every later call rethrows it
+      }
+    }
+  });
+}
+
+void DistributedWorker::stop_keepalive() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop_keepalive = true;
+  }
+  impl_->keepalive_wake.notify_all();
+  if (impl_->keepalive.joinable()) impl_->keepalive.join();
 }
 
 void DistributedWorker::start_agents(const DistributedWorkerOptions& options, int64_t world) {
@@ -330,6 +367,7 @@ void DistributedWorker::fail(const std::exception& error) {
 RunHandle DistributedWorker::submit(const DistributedCompiledProgram& program,
                                     std::vector<Tensor> host_args,
                                     const DistributedRunOptions& options) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
   check_alive();
   const Build& build = build_of(program);
   // Same checks as a single chip: one tensor per parameter, declared dtype and shape.
@@ -561,6 +599,7 @@ void DistributedWorker::pump_until_done(const RunHandle::State& state) {
 
 DistributedRunResult RunHandle::wait() {
   if (!state_) throw UsageError("RunHandle::wait on an empty handle");
+  std::lock_guard<std::mutex> lock(worker_->impl_->mu);
   if (!state_->finished) {
     worker_->check_alive();
     worker_->pump_until_done(*state_);
@@ -576,6 +615,8 @@ std::vector<Tensor>& RunHandle::args() {
 }
 
 void DistributedWorker::close() {
+  stop_keepalive();
+  std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->closed) return;
   try {
     while (!impl_->in_flight.empty()) pump_until_done(*impl_->in_flight.front());

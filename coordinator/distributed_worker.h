@@ -142,6 +142,11 @@ class DistributedWorker {
 
   // Waits for every submitted run, then shuts the agents down and reaps the job.
   // Idempotent; the destructor calls it (and never throws).
+  //
+  // Between calls a background thread keeps the agents' connection alive
+  // (heartbeats, deadlines) and completes submitted runs, so a prepared worker may
+  // sit idle for as long as the caller likes. The methods may be called from any
+  // one thread at a time.
   void close();
 
   const PrepareReport& prepare_report() const { return prepare_report_; }
@@ -163,6 +168,8 @@ class DistributedWorker {
   bool pump(std::chrono::steady_clock::time_point deadline);
   void pump_until_done(const RunHandle::State& state);
   void feed(int rank);
+  void start_keepalive(std::chrono::milliseconds interval);
+  void stop_keepalive();
   void fail(const std::exception& error);
   void check_alive() const;
 

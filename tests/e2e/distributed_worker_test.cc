@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "coordinator/program_inputs.h"
 #include "tests/e2e/l3_util.h"
 #include "tests/scoped_env.h"
@@ -102,6 +104,29 @@ TEST_F(DistributedWorkerTest, WindowsPersistAcrossRunsUnlessReset) {
   EXPECT_EQ(f32_values(args[1]), twice);
   worker->run(program, args);  // zeroed first: as a fresh launch
   EXPECT_EQ(f32_values(args[1]), once);
+  worker->close();
+}
+
+TEST_F(DistributedWorkerTest, AnIdleWorkerKeepsItsAgents) {
+  const DistributedCompiledProgram program =
+      DistributedCompiledProgram::from_dir(copy_fixture("l3/allreduce_w2", "worker_idle"));
+  DistributedWorkerOptions options;
+  options.mpirun.rank_binary = kRankBin;
+  options.heartbeat_interval = std::chrono::milliseconds(200);
+  options.heartbeat_timeout = std::chrono::milliseconds(1500);  // also the agents' deadline
+  std::unique_ptr<DistributedWorker> worker = DistributedWorker::prepare(program, options);
+  // Idle for longer than either side's deadline: the worker's background thread
+  // keeps both sides hearing from each other.
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  std::vector<Tensor> args = golden_args(program);
+  worker->run(program, args);
+  expect_golden(program, args);
+  // A submitted run completes while the caller does something else.
+  RunHandle handle = worker->submit(program, golden_args(program));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_TRUE(handle.done());
+  handle.wait();
+  expect_golden(program, handle.args());
   worker->close();
 }
 
