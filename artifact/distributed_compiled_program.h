@@ -15,6 +15,8 @@
 #include "artifact/host_orch.h"
 #include "artifact/kernel_config.h"
 #include "artifact/param_info.h"
+#include "common/run_config.h"
+#include "common/tensor.h"
 
 namespace pypto {
 
@@ -66,6 +68,17 @@ class DistributedCompiledProgram {
   const ChipBuild& chip(int64_t rank) const { return chips_.at(static_cast<size_t>(rank)); }
   // Rank `rank`'s dispatches in execution order.
   std::vector<const Dispatch*> dispatches_of(int64_t rank) const;
+
+  // Runs the program once, as PyPTO's distributed program call: launches the
+  // agents (mpirun -n <world> pypto-rank), runs every dispatch, gathers Out
+  // params into `args` (one tensor per host parameter) and shuts the agents
+  // down. `config` sets the DFX switches, rings and device id (its platform must
+  // be of the build's architecture). A convenience that forwards to a
+  // DistributedWorker of the execute layer, defined in
+  // coordinator/distributed_program_call.cc (link pypto_coordinator); prepare a
+  // DistributedWorker yourself to run many times without relaunching.
+  void operator()(std::vector<Tensor>& args,
+                  const std::optional<RunConfig>& config = std::nullopt) const;
 
  private:
   DistributedCompiledProgram() = default;

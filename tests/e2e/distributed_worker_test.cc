@@ -107,6 +107,15 @@ TEST_F(DistributedWorkerTest, WindowsPersistAcrossRunsUnlessReset) {
   worker->close();
 }
 
+TEST_F(DistributedWorkerTest, CallingTheProgramRunsItOnce) {
+  const DistributedCompiledProgram program =
+      DistributedCompiledProgram::from_dir(copy_fixture("l3/allreduce_w2", "worker_call"));
+  std::vector<Tensor> args = golden_args(program);
+  program(args);  // finds pypto-rank through $PYPTO_RANK, as pypto-coord does
+  expect_golden(program, args);
+  EXPECT_TRUE(survivors("worker_api").empty());
+}
+
 TEST_F(DistributedWorkerTest, AnIdleWorkerKeepsItsAgents) {
   const DistributedCompiledProgram program =
       DistributedCompiledProgram::from_dir(copy_fixture("l3/allreduce_w2", "worker_idle"));

@@ -71,18 +71,9 @@ TEST(L3RunTest, AllreduceAtWorld8ValidatesAndLaysOutDfxPerRankAndDispatch) {
   expect_clean(tag);
 }
 
-TEST(L3RunTest, AllreduceAtWorld2OnTheRmaPath) {
-  const fs::path dir = copy_fixture("l3/allreduce_w2", "l3_allreduce_w2_rma");
-  std::vector<std::string> env = l3_env("allreduce_w2_rma");
-  env.push_back("PYPTO_COMM=rma");
-  CoordResult r = coord({"run", dir.string(), "--validate"}, env);
-  ASSERT_EQ(r.exit_code, 0) << r.all();
-  EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
-  expect_clean("allreduce_w2_rma");
-}
-
-// Ring shift (put + notify), MPMD (rank 0 runs another program) and a build
-// whose rank 3 kernel was hand-edited, at world 8 on both paths.
+// The allreduce (notify/wait + remote_load) at world 2 and 8, a ring shift (put +
+// notify), MPMD (rank 0 runs another program), a build whose rank 3 kernel was
+// hand-edited, and windows that accumulate, each on both data paths.
 class L3FixtureTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
 
 TEST_P(L3FixtureTest, RunsAndValidates) {
@@ -99,7 +90,9 @@ TEST_P(L3FixtureTest, RunsAndValidates) {
 
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, L3FixtureTest,
-    ::testing::Combine(::testing::Values("l3/ring_shift_w8", "l3/mpmd_w8", "l3/allreduce_w8_edited"),
+    ::testing::Combine(::testing::Values("l3/allreduce_w2", "l3/allreduce_w8", "l3/ring_shift_w8",
+                                         "l3/mpmd_w8", "l3/allreduce_w8_edited",
+                                         "l3/accumulate_w2"),
                        ::testing::Values("shm", "rma")),
     [](const auto& info) {
       std::string name = fs::path(std::get<0>(info.param)).filename().string() + "_" +
