@@ -1,18 +1,103 @@
 #include "compiler/driver.h"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iostream>
+#include <optional>
+#include <utility>
 
 #include "common/error.h"
+#include "common/npy.h"
 #include "common/run_config.h"
 #include "compiler/checker.h"
+#include "compiler/codegen_build.h"
+#include "compiler/kernel_lowering.h"
 #include "compiler/loader.h"
+#include "compiler/reference_interpreter.h"
 
 namespace pypto::compiler {
 
 namespace {
 // Beyond any machine the runtime targets; keeps host-plan enumeration bounded.
 constexpr int64_t kMaxWorld = 65536;
+
+// --input NAME=FILE.npy, split; nullopt when malformed.
+std::optional<std::pair<std::string, std::string>> split_input(const std::string& spec) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) return std::nullopt;
+  return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
+}
+
+// Seeded arguments of the entry with --input files in place, the reference
+// interpreter run on them: the golden data of the build.
+GoldenData make_golden(const CompileArgs& args, const Program& program, const Function& entry,
+                       int64_t world, const SourceManager& sources) {
+  std::vector<Tensor> tensors = seeded_arguments(entry, args.seed);
+  for (const std::string& spec : args.inputs) {
+    const auto [name, file] = *split_input(spec);
+    size_t index = entry.params.size();
+    for (size_t i = 0; i < entry.params.size(); ++i)
+      if (entry.params[i].name == name) index = i;
+    if (index == entry.params.size() || entry.params[index].kind != ParamKind::kTensor ||
+        entry.params[index].dir == Direction::kOut) {
+      std::string inputs;
+      for (const Param& p : entry.params)
+        if (p.kind == ParamKind::kTensor && p.dir != Direction::kOut)
+          inputs += (inputs.empty() ? "" : ", ") + p.name;
+      throw UsageError("--input " + spec + ": '" + name + "' is not an input of '" + entry.name +
+                       "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")");
+    }
+    const Param& p = entry.params[index];
+    Tensor t = read_npy(file);
+    if (t.dtype() != p.type.dtype || t.shape() != p.type.shape)
+      throw UsageError("--input " + spec + ": '" + name + "' must be " +
+                       shape_string(p.type.dtype, p.type.shape) + ", but " + file + " holds " +
+                       t.describe());
+    tensors[index] = t;
+  }
+  GoldenData golden;
+  golden.seed = args.seed;
+  for (const Tensor& t : tensors) golden.before.push_back(t.contiguous());
+  InterpretOptions options;
+  options.world = world;
+  options.sources = &sources;
+  interpret(program, entry, tensors, options);
+  golden.after = std::move(tensors);
+  return golden;
+}
+
+// -o DIR: lowers every kernel, computes the golden data, writes the directory.
+int write_output(const CompileArgs& args, const Program& program, const CheckResult& result,
+                 const SourceManager& sources, std::ostream& out) {
+  BuildRequest request;
+  request.program = &program;
+  request.entry = result.entry;
+  request.distributed = result.distributed;
+  request.world = result.world;
+  request.platform = args.platform;
+  request.origin = std::filesystem::path(args.input).filename().string();
+  request.sources = &sources;
+  std::optional<GoldenData> golden;
+  if (!args.no_golden) golden = make_golden(args, program, *result.entry, result.world, sources);
+  LowerOptions lower_options;
+  lower_options.world = result.world;
+  lower_options.sources = &sources;
+  const BuildSummary summary = write_build(
+      *args.output, request, [&](const Function& k) { return lower_kernel(k, lower_options); },
+      golden);
+  out << args.input << ": wrote " << build_kind_name(summary.kind) << " build " << *args.output
+      << ": entry '" << result.entry->name << "', " << summary.kernels
+      << (summary.kernels == 1 ? " kernel" : " kernels");
+  if (summary.kind == BuildKind::kL3)
+    out << ", " << summary.dispatches << (summary.dispatches == 1 ? " dispatch" : " dispatches")
+        << ", WORLD = " << result.world;
+  out << ", platform " << args.platform << ", "
+      << (summary.golden ? "golden data (seed " + std::to_string(args.seed) + ")"
+                         : std::string("no golden data"))
+      << "\n";
+  return static_cast<int>(ExitCode::kOk);
+}
+
 }  // namespace
 
 int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err) {
@@ -27,15 +112,22 @@ int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err) {
         << *args.world << "\n";
     return static_cast<int>(ExitCode::kUsage);
   }
-  if (args.output) {
-    err << "pypto-compile: error: code generation is not implemented yet; only --check is "
-           "available (pypto-compile "
-        << args.input << " --check)\n";
-    return static_cast<int>(ExitCode::kInfra);
+  if (!args.check && !args.output) {
+    err << "pypto-compile: error: nothing to do: pass --check or -o DIR\n";
+    return static_cast<int>(ExitCode::kUsage);
   }
-  if (!args.check) {
-    err << "pypto-compile: error: nothing to do: pass --check (code generation with -o DIR is "
-           "not implemented yet)\n";
+  for (const std::string& spec : args.inputs) {
+    if (!split_input(spec)) {
+      err << "pypto-compile: error: --input " << spec << ": expected NAME=FILE.npy\n";
+      return static_cast<int>(ExitCode::kUsage);
+    }
+  }
+  if (!args.output && (args.no_golden || !args.inputs.empty())) {
+    err << "pypto-compile: error: --no-golden and --input only apply with -o DIR\n";
+    return static_cast<int>(ExitCode::kUsage);
+  }
+  if (args.no_golden && !args.inputs.empty()) {
+    err << "pypto-compile: error: --input gives golden inputs, but --no-golden writes none\n";
     return static_cast<int>(ExitCode::kUsage);
   }
 
@@ -58,11 +150,26 @@ int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err) {
     err << n << (n == 1 ? " error" : " errors") << " generated.\n";
     return static_cast<int>(ExitCode::kFail);
   }
-  out << args.input << ": ok: " << (result.distributed ? "L3" : "L2") << " program, entry '"
-      << (result.entry ? result.entry->name : "?") << "'";
-  if (result.distributed) out << ", WORLD = " << result.world;
-  out << ", platform " << args.platform << "\n";
-  return static_cast<int>(ExitCode::kOk);
+  if (args.check) {
+    out << args.input << ": ok: " << (result.distributed ? "L3" : "L2") << " program, entry '"
+        << (result.entry ? result.entry->name : "?") << "'";
+    if (result.distributed) out << ", WORLD = " << result.world;
+    out << ", platform " << args.platform << "\n";
+  }
+  if (!args.output) return static_cast<int>(ExitCode::kOk);
+  try {
+    return write_output(args, program, result, sources, out);
+  } catch (const Error& e) {
+    // ProgramError (1): a construct code generation or the reference run refuses;
+    // UsageError (2): a bad --input; InfraError (3): a file that cannot be read or written.
+    const std::string message = e.what();
+    if (message.find(": error: ") != std::string::npos) {
+      err << message << (message.empty() || message.back() != '\n' ? "\n" : "");
+    } else {
+      err << "pypto-compile: error: " << message << "\n";
+    }
+    return static_cast<int>(e.exit_code());
+  }
 }
 
 int pypto_compile_main(int argc, char** argv) {
@@ -72,8 +179,13 @@ int pypto_compile_main(int argc, char** argv) {
   app.add_flag("--check", args.check, "parse and check the program, print diagnostics");
   app.add_option("--world", args.world, "world size: the value of WORLD (L3 programs)");
   app.add_option("--platform", args.platform, "a2a3sim (default), a2a3, a5sim or a5");
-  app.add_option("-o,--output", args.output,
-                 "build directory to write (not implemented yet: exits 3)");
+  app.add_option("-o,--output", args.output, "build directory to write");
+  app.add_flag("--no-golden", args.no_golden,
+               "write no golden/ (no reference run; runs then need --input)");
+  app.add_option("--input", args.inputs,
+                 "NAME=FILE.npy: golden input of parameter NAME instead of seeded data "
+                 "(repeatable)");
+  app.add_option("--seed", args.seed, "seed of the generated golden inputs (default 0)");
   app.add_option("-L,--lib-dir", args.lib_dirs, "directory searched by 'import' (repeatable)");
   try {
     app.parse(argc, argv);

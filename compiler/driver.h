@@ -1,6 +1,6 @@
 // What `pypto-compile` does, apart from parsing its command line: load the
-// program, check it, print diagnostics, choose the exit code. Kept out of the
-// thin main so tests can run it in-process.
+// program, check it, print diagnostics, write the build directory (-o), choose
+// the exit code. Kept out of the thin main so tests can run it in-process.
 #pragma once
 
 #include <cstdint>
@@ -16,12 +16,16 @@ struct CompileArgs {
   bool check = false;
   std::optional<int64_t> world;
   std::string platform = "a2a3sim";
-  std::optional<std::string> output;  // -o DIR: not implemented yet
+  std::optional<std::string> output;  // -o DIR: the build directory to write
   std::vector<std::string> lib_dirs;
+  bool no_golden = false;           // --no-golden: no golden/ (runs then need --input)
+  std::vector<std::string> inputs;  // --input NAME=FILE.npy: replaces a seeded input
+  uint64_t seed = 0;                // --seed S: of the seeded golden inputs
 };
 
-// Exit codes (docs/errors.md): 0 the program is fine, 1 it has errors,
-// 2 usage, 3 a requested stage that does not exist yet.
+// Exit codes (docs/errors.md): 0 success, 1 the program has errors (or the
+// reference run fails), 2 usage, 3 infrastructure (a file that cannot be
+// read or written).
 int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err);
 
 // The whole command, CLI11 parsing included.

@@ -64,6 +64,103 @@ inline char* scratch(size_t bytes) {
   return s.get(bytes);
 }
 
+// 16-bit floats as stored in tensors and tiles: IEEE binary16 and bfloat16.
+// Kernels only move and convert them (tload/tstore/tcvt) and multiply them
+// (tmatmul, in f32); arithmetic happens after a tcvt to f32.
+struct f16 {
+  uint16_t bits;
+};
+struct bf16 {
+  uint16_t bits;
+};
+
+inline float to_f32(f16 h) {
+  const uint32_t sign = uint32_t(h.bits & 0x8000u) << 16;
+  uint32_t exp = (h.bits >> 10) & 0x1fu, mant = h.bits & 0x3ffu, bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400u)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline float to_f32(bf16 h) {
+  const uint32_t bits = uint32_t(h.bits) << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+// Round to nearest, ties to even.
+inline f16 to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000u);
+  const uint32_t a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return f16{uint16_t(sign | 0x7e00u)};  // NaN
+  if (a >= 0x47800000u) return f16{uint16_t(sign | 0x7c00u)};  // overflow -> inf
+  if (a < 0x38800000u) {                                       // half subnormal or zero
+    if (a < 0x33000000u) return f16{sign};
+    const uint32_t e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e;
+    uint32_t h = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return f16{uint16_t(sign | h)};
+  }
+  uint32_t h = (a >> 13) - (112u << 10);
+  const uint32_t rem = a & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return f16{uint16_t(sign | h)};
+}
+inline bf16 to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((x >> 16) | 0x40u)};
+  return bf16{uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16)};
+}
+
+// Element conversion for tcvt: through f32 for the 16-bit floats.
+template <class To>
+struct Convert {
+  template <class From>
+  static To from(From x) {
+    return static_cast<To>(x);
+  }
+  static To from(f16 x) { return static_cast<To>(to_f32(x)); }
+  static To from(bf16 x) { return static_cast<To>(to_f32(x)); }
+};
+template <>
+struct Convert<f16> {
+  template <class From>
+  static f16 from(From x) {
+    return to_f16(static_cast<float>(x));
+  }
+  static f16 from(f16 x) { return x; }
+  static f16 from(bf16 x) { return to_f16(to_f32(x)); }
+};
+template <>
+struct Convert<bf16> {
+  template <class From>
+  static bf16 from(From x) {
+    return to_bf16(static_cast<float>(x));
+  }
+  static bf16 from(f16 x) { return to_bf16(to_f32(x)); }
+  static bf16 from(bf16 x) { return x; }
+};
+
 enum BinOp { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3, kMax = 4, kMin = 5 };
 enum Bcast { kFull = 0, kRow = 1, kCol = 2 };  // b is [r, c], [r, 1] or [1, c]
 
@@ -456,7 +553,7 @@ inline void fill(int64_t n, T v, T* c) {
 
 template <class To, class From>
 inline void cast(int64_t n, const From* a, To* c) {
-  for (int64_t i = 0; i < n; ++i) c[i] = static_cast<To>(a[i]);
+  for (int64_t i = 0; i < n; ++i) c[i] = Convert<To>::from(a[i]);
 }
 
 template <class T>
@@ -471,11 +568,12 @@ inline void row_sum(int64_t rows, int64_t cols, const T* a, T* c) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* ar = a + r * cols;
     T acc[8] = {};
-    int64_t j = 0;
-    for (; j + 8 <= cols; j += 8)
-      for (int k = 0; k < 8; ++k) acc[k] = T(acc[k] + ar[j + k]);
+    const int64_t blocks = cols / 8;
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int k = 0; k < 8; ++k) acc[k] = T(acc[k] + ar[b * 8 + k]);
     T s = T(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])));
-    for (; j < cols; ++j) s = T(s + ar[j]);
+    const int64_t rest = cols % 8;
+    for (int64_t k = 0; k < rest; ++k) s = T(s + ar[blocks * 8 + k]);
     c[r] = s;
   }
 }
@@ -494,6 +592,34 @@ inline void row_max(int64_t rows, int64_t cols, const T* a, T* c) {
 inline void matmul(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
                    bool accumulate) {
   matmul_f32(m, n, k, a, k, b, n, c, n, accumulate);
+}
+// 16-bit float operands: widened to f32 (per-thread buffers), then the f32 matmul.
+template <class H>
+inline void matmul_half(int64_t m, int64_t n, int64_t k, const H* a, const H* b, float* c,
+                        bool accumulate) {
+  static thread_local Scratch wide;
+  float* fa = reinterpret_cast<float*>(wide.get(size_t(m * k + k * n) * sizeof(float)));
+  if (!fa) {  // out of memory: convert on the fly
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float s = accumulate ? c[i * n + j] : 0.0f;
+        for (int64_t kk = 0; kk < k; ++kk) s += to_f32(a[i * k + kk]) * to_f32(b[kk * n + j]);
+        c[i * n + j] = s;
+      }
+    return;
+  }
+  float* fb = fa + m * k;
+  for (int64_t i = 0; i < m * k; ++i) fa[i] = to_f32(a[i]);
+  for (int64_t i = 0; i < k * n; ++i) fb[i] = to_f32(b[i]);
+  matmul_f32(m, n, k, fa, k, fb, n, c, n, accumulate);
+}
+inline void matmul(int64_t m, int64_t n, int64_t k, const f16* a, const f16* b, float* c,
+                   bool accumulate) {
+  matmul_half(m, n, k, a, b, c, accumulate);
+}
+inline void matmul(int64_t m, int64_t n, int64_t k, const bf16* a, const bf16* b, float* c,
+                   bool accumulate) {
+  matmul_half(m, n, k, a, b, c, accumulate);
 }
 template <class TA, class TC>
 inline void matmul(int64_t m, int64_t n, int64_t k, const TA* a, const TA* b, TC* c,
