@@ -32,12 +32,15 @@ void expect_golden(const DistributedCompiledProgram& program, const std::vector<
 class DistributedWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const std::string& entry : l3_env("worker_api")) {
+    // One tag per test: ctest runs the tests of this suite in parallel.
+    tag_ = std::string("worker_") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (const std::string& entry : l3_env(tag_)) {
       const size_t eq = entry.find('=');
       env_.set(entry.substr(0, eq), entry.substr(eq + 1));
     }
   }
   testing_support::ScopedEnv env_;
+  std::string tag_;
 };
 
 TEST_F(DistributedWorkerTest, OneLaunchRunsSeveralProgramsManyTimes) {
@@ -80,7 +83,7 @@ TEST_F(DistributedWorkerTest, OneLaunchRunsSeveralProgramsManyTimes) {
   EXPECT_THROW(worker->run(other, other_args), UsageError);
 
   worker->close();
-  EXPECT_TRUE(survivors("worker_api").empty());
+  EXPECT_TRUE(survivors(tag_).empty());
 }
 
 TEST_F(DistributedWorkerTest, WindowsPersistAcrossRunsUnlessReset) {
@@ -113,7 +116,7 @@ TEST_F(DistributedWorkerTest, CallingTheProgramRunsItOnce) {
   std::vector<Tensor> args = golden_args(program);
   program(args);  // finds pypto-rank through $PYPTO_RANK, as pypto-coord does
   expect_golden(program, args);
-  EXPECT_TRUE(survivors("worker_api").empty());
+  EXPECT_TRUE(survivors(tag_).empty());
 }
 
 TEST_F(DistributedWorkerTest, AnIdleWorkerKeepsItsAgents) {
@@ -154,7 +157,7 @@ TEST_F(DistributedWorkerTest, AFailedRunLeavesTheWorkerFailedAndNothingRunning) 
   }
   EXPECT_THROW(worker->run(program, args), KernelRuntimeError);  // the first error again
   worker.reset();
-  EXPECT_TRUE(survivors("worker_api").empty());
+  EXPECT_TRUE(survivors(tag_).empty());
 }
 
 }  // namespace
