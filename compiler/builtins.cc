@@ -547,7 +547,8 @@ Type Checker::check_builtin(Expr& e, const BuiltinInfo& info) {
     r.dir = Direction::kInOut;
     return r;
   }
-  error(e.span, "'" + name + "' is not implemented");
+  // Every name of the builtin table has a rule above; reaching here is a bug.
+  error(e.span, "internal error: builtin '" + name + "' has no type rule; please report it");
   return Type::error();
 }
 

@@ -290,10 +290,7 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
           agent.stopped_by_signal = error->message;
           fail_lost(describe(rank) + " was stopped: " + error->message);
         }
-        std::string message = error->message;
-        if (message.rfind("rank ", 0) != 0) message = describe(rank) + ": " + message;
-        if (error->exit_code == static_cast<int>(ExitCode::kFail)) throw ProgramError(message);
-        throw InfraError(message);
+        throw_agent_error<ProgramError>(describe(rank), error->message, error->exit_code);
       }
       return Incoming{rank, std::move(*decoded)};
     }

@@ -19,6 +19,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/error.h"
 #include "common/wire/channel.h"
 #include "common/wire/protocol.h"
 
@@ -54,6 +55,17 @@ struct AgentInfo {
   // What it is doing, for messages ("dispatch d1 of chip_orch"); empty when idle.
   std::string activity;
 };
+
+// Raises an error an agent reported: its message, prefixed with `who` ("rank 3")
+// unless it names its rank already; FailError for exit code 1 (the program is
+// wrong), InfraError otherwise.
+template <class FailError>
+[[noreturn]] void throw_agent_error(const std::string& who, std::string message,
+                                    int32_t exit_code) {
+  if (message.rfind("rank ", 0) != 0) message = who + ": " + message;
+  if (exit_code == static_cast<int32_t>(ExitCode::kFail)) throw FailError(message);
+  throw InfraError(message);
+}
 
 class AgentPool {
  public:

@@ -57,6 +57,15 @@ zmq::message_t frame_of_tensor(const Tensor& tensor) {
   return zmq::message_t(bytes.data(), bytes.size());
 }
 
+// The box of a host parameter that a dispatch argument names (a view sharing the
+// host tensor's buffer); from_dir checked that the parameter exists.
+Tensor host_box(const DistributedCompiledProgram& program, const std::vector<Tensor>& args,
+                const HostArg& arg) {
+  size_t p = 0;
+  while (program.params()[p].name != arg.param) ++p;
+  return args[p].slice(arg.offsets, arg.shape);
+}
+
 }  // namespace
 
 uint64_t PrepareReport::bytes_shipped() const {
@@ -317,13 +326,9 @@ void DistributedWorker::prepare_builds(
       } else if (decoded.is<wire::Ready>() &&
                  decoded.envelope.request_id == blobs_request[static_cast<size_t>(r)]) {
         const wire::Ready& answer = decoded.as<wire::Ready>();
-        if (!answer.ok) {
-          std::string message = answer.error.message;
-          if (message.rfind("rank ", 0) != 0) message = "rank " + std::to_string(r) + ": " + message;
-          if (answer.error.exit_code == static_cast<int>(ExitCode::kFail))
-            throw ProgramError(message);
-          throw InfraError(message);
-        }
+        if (!answer.ok)
+          coord::throw_agent_error<ProgramError>("rank " + std::to_string(r),
+                                                 answer.error.message, answer.error.exit_code);
         stats.cache_hits += answer.cache_hits;
         stats.compiles += answer.compiles;
         blobs_request[static_cast<size_t>(r)] = UINT64_MAX;
@@ -455,9 +460,7 @@ void DistributedWorker::feed(int rank) {
     wire::DispatchArg wire_arg;
     switch (arg.kind) {
       case HostArgKind::kHost: {
-        size_t p = 0;
-        while (run.program->params()[p].name != arg.param) ++p;  // from_dir checked it exists
-        const Tensor box = run.args[p].slice(arg.offsets, arg.shape);
+        const Tensor box = host_box(*run.program, run.args, arg);
         wire_arg.kind = wire::DispatchArg::kTensor;
         wire_arg.tensor.name = arg.param;
         wire_arg.tensor.dtype = dtype_name(box.dtype());
@@ -527,10 +530,8 @@ bool DistributedWorker::pump(Clock::time_point deadline) {
   RunHandle::State& run = *item.run;
 
   auto raise = [&](const wire::WireError& error) {
-    std::string message = error.message;
-    if (message.rfind("rank ", 0) != 0) message = "rank " + std::to_string(r) + ": " + message;
-    if (error.exit_code == static_cast<int>(ExitCode::kFail)) throw KernelRuntimeError(message);
-    throw InfraError(message);
+    coord::throw_agent_error<KernelRuntimeError>("rank " + std::to_string(r), error.message,
+                                                 error.exit_code);
   };
   if (item.reset) {
     const wire::Ready& ready = decoded.as<wire::Ready>();
@@ -547,9 +548,7 @@ bool DistributedWorker::pump(Clock::time_point deadline) {
       if (arg.kind != HostArgKind::kHost) continue;
       const ArgKind kind = orch->signature.at(i);
       if (kind != ArgKind::kOut && kind != ArgKind::kInOut) continue;
-      size_t p = 0;
-      while (run.program->params()[p].name != arg.param) ++p;
-      Tensor box = run.args[p].slice(arg.offsets, arg.shape);
+      Tensor box = host_box(*run.program, run.args, arg);
       if (output >= done.outputs.size() || done.outputs[output].nbytes != box.nbytes())
         throw InfraError("rank " + std::to_string(r) + " returned outputs that do not match " +
                          "dispatch d" + std::to_string(item.index) + " of '" + plan.program +

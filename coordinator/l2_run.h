@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 
 // Loads `dir` for `command` ("run", "replay", "exec"): an L2 build through
 // CompiledProgram::from_dir with the --platform override, which must execute
-// here. L3 builds are refused with an InfraError (exit 3): their runtime is
-// not implemented yet. Invalid sidecars are ArtifactErrors (exit 3).
+// here. An L3 build is an InfraError (exit 3): callers send those to
+// load_l3_program (l3_run.h). Invalid sidecars are ArtifactErrors (exit 3).
 CompiledProgram load_l2_program(const fs::path& dir, const std::optional<std::string>& platform,
                                 const std::string& command);
 
