@@ -122,6 +122,73 @@ std::string dump(const Stmt& s) {
   return os.str();
 }
 
+ExprPtr clone(const Expr& e) {
+  auto c = std::make_unique<Expr>();
+  c->kind = e.kind;
+  c->span = e.span;
+  c->int_value = e.int_value;
+  c->float_value = e.float_value;
+  c->bool_value = e.bool_value;
+  c->name = e.name;
+  c->name_span = e.name_span;
+  c->op = e.op;
+  c->dtype = e.dtype;
+  for (const ExprPtr& a : e.args) c->args.push_back(a ? clone(*a) : nullptr);
+  c->type = e.type;
+  c->const_value = e.const_value;
+  return c;
+}
+
+namespace {
+ExprPtr clone_or_null(const ExprPtr& e) { return e ? clone(*e) : nullptr; }
+std::vector<StmtPtr> clone_block(const std::vector<StmtPtr>& block) {
+  std::vector<StmtPtr> out;
+  for (const StmtPtr& s : block) out.push_back(s ? clone(*s) : nullptr);
+  return out;
+}
+}  // namespace
+
+StmtPtr clone(const Stmt& s) {
+  auto c = std::make_unique<Stmt>();
+  c->kind = s.kind;
+  c->span = s.span;
+  c->name = s.name;
+  c->name_span = s.name_span;
+  c->value = clone_or_null(s.value);
+  c->on = clone_or_null(s.on);
+  c->lo = clone_or_null(s.lo);
+  c->hi = clone_or_null(s.hi);
+  c->step = clone_or_null(s.step);
+  c->body = clone_block(s.body);
+  c->else_body = clone_block(s.else_body);
+  return c;
+}
+
+Function clone(const Function& f) {
+  Function c;
+  c.kind = f.kind;
+  c.core = f.core;
+  c.name = f.name;
+  c.name_span = f.name_span;
+  c.span = f.span;
+  c.shape_params = f.shape_params;
+  c.instance_of = f.instance_of;
+  for (const Param& p : f.params) {
+    Param q;
+    q.name = p.name;
+    q.span = p.span;
+    q.type_span = p.type_span;
+    q.kind = p.kind;
+    q.dir = p.dir;
+    q.dtype = p.dtype;
+    for (const ExprPtr& d : p.dims) q.dims.push_back(clone_or_null(d));
+    q.type = p.type;
+    c.params.push_back(std::move(q));
+  }
+  c.body = clone_block(f.body);
+  return c;
+}
+
 std::string dump(const Module& m) {
   std::ostringstream os;
   for (const Import& i : m.imports) os << "(import \"" << i.path << "\")\n";
@@ -132,7 +199,14 @@ std::string dump(const Module& m) {
        << (f.kind == FuncKind::kKernel ? (f.core == CoreType::kAic ? "kernel aic" : "kernel aiv")
            : f.kind == FuncKind::kChip ? "chip"
                                        : "host")
-       << " " << f.name << " (";
+       << " " << f.name;
+    if (f.generic()) {
+      os << " <";
+      for (size_t i = 0; i < f.shape_params.size(); ++i)
+        os << (i ? " " : "") << f.shape_params[i].name;
+      os << ">";
+    }
+    os << " (";
     for (size_t i = 0; i < f.params.size(); ++i) {
       const Param& p = f.params[i];
       os << (i ? " " : "") << p.name << ":";

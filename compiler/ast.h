@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -90,14 +91,26 @@ struct Param {
   Type type;  // filled by the checker
 };
 
+// A shape parameter of a generic function: `f<R, C>(x: in f32[R, C])`.
+struct ShapeParam {
+  std::string name;
+  Span span;
+};
+
 struct Function {
   FuncKind kind = FuncKind::kKernel;
   CoreType core = CoreType::kAiv;
   std::string name;
   Span name_span;
   Span span;  // the header, "kernel aiv name(...)"
+  // Non-empty: a generic function, checked and generated only through its
+  // instances (one per distinct binding of its shape parameters).
+  std::vector<ShapeParam> shape_params;
+  // An instance of a generic function: "f<R = 4, C = 256>" (else empty).
+  std::string instance_of;
   std::vector<Param> params;
   std::vector<StmtPtr> body;
+  bool generic() const { return !shape_params.empty(); }
 };
 
 struct ConstDecl {
@@ -113,16 +126,30 @@ struct Import {
 
 // One parsed file.
 struct Module {
+  Module() = default;
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
+  Module(const Module&) = delete;  // so vector<Module> moves (a deque's move may throw)
+  Module& operator=(const Module&) = delete;
+
   int32_t file = -1;
   std::vector<Import> imports;
   std::vector<ConstDecl> consts;
-  std::vector<Function> functions;
+  // A deque, so that functions added while checking (instances of generic
+  // functions) leave references to the others valid.
+  std::deque<Function> functions;
 };
 
 // A whole program: every module, each after the modules it imports.
 struct Program {
   std::vector<Module> modules;
 };
+
+// Deep copies, checker annotations included (instances of generic functions,
+// window specializations in code generation).
+ExprPtr clone(const Expr& expr);
+StmtPtr clone(const Stmt& stmt);
+Function clone(const Function& function);
 
 // A compact S-expression of an expression or a module, for tests and debugging:
 // "(call add (name a) (int 1))".

@@ -54,9 +54,19 @@ CheckResult Checker::run() {
     auto it = functions_.find(f.name);
     return it != functions_.end() && it->second == &f;
   };
-  for (Module& m : program_.modules)
-    for (Function& f : m.functions)
-      if (registered(f)) check_params(f);
+  // Index loops: checking adds instances of generic functions to the modules.
+  // Generic functions are checked through their instances only.
+  auto each_plain = [&](auto&& visit) {
+    for (Module& m : program_.modules)
+      for (size_t i = 0, n = m.functions.size(); i < n; ++i)
+        if (registered(m.functions[i]) && m.functions[i].instance_of.empty()) visit(m.functions[i]);
+  };
+  each_plain([&](Function& f) {
+    if (f.generic())
+      check_generic_declaration(f);
+    else
+      check_params(f);
+  });
   // Window buffers of host functions, so a kernel naming one gets a pointed message.
   for (auto& [name, f] : functions_) {
     if (f->kind != FuncKind::kHost) continue;
@@ -72,9 +82,9 @@ CheckResult Checker::run() {
     };
     scan(f->body);
   }
-  for (Module& m : program_.modules)
-    for (Function& f : m.functions)
-      if (registered(f)) check_function(f);
+  each_plain([&](Function& f) {
+    if (!f.generic()) check_function(f);
+  });
   check_recursion();
   choose_entry(result);
   result.world = world_;
@@ -126,8 +136,9 @@ void Checker::collect_consts() {
 }
 
 void Checker::collect_functions() {
-  for (Module& m : program_.modules) {
-    for (Function& f : m.functions) {
+  for (size_t mi = 0; mi < program_.modules.size(); ++mi) {
+    for (Function& f : program_.modules[mi].functions) {
+      module_of_[&f] = mi;
       if (reserved_name(f.name, f.name_span, func_kind_name(f.kind))) continue;
       auto prev = functions_.find(f.name);
       if (prev != functions_.end()) {
@@ -188,9 +199,16 @@ void Checker::check_function(Function& f) {
 
 void Checker::choose_entry(CheckResult& result) {
   const FuncKind kind = result.distributed ? FuncKind::kHost : FuncKind::kChip;
+  auto main = functions_.find("main");
+  if (main != functions_.end() && main->second->kind == kind && main->second->generic()) {
+    error(main->second->name_span,
+          "the entry 'main' cannot be generic: its shapes are the program's and must be "
+          "written out");
+    return;
+  }
   std::vector<Function*> candidates;
   for (auto& [name, f] : functions_)
-    if (f->kind == kind) candidates.push_back(f);
+    if (f->kind == kind && !f->generic() && f->instance_of.empty()) candidates.push_back(f);
   if (candidates.empty()) {
     diags_.error(Span{},
                  "the program has no chip or host function to run (an L2 program needs "
@@ -198,8 +216,8 @@ void Checker::choose_entry(CheckResult& result) {
     return;
   }
   Function* entry = nullptr;
-  if (functions_.count("main") && functions_["main"]->kind == kind) {
-    entry = functions_["main"];
+  if (main != functions_.end() && main->second->kind == kind) {
+    entry = main->second;
   } else if (candidates.size() == 1) {
     entry = candidates.front();
   } else {
@@ -699,16 +717,23 @@ Type Checker::check_user_call(Expr& e, Function& callee, bool dispatched) {
     note(callee.name_span, "'" + callee.name + "' is defined here");
     return Type::error();
   }
-  calls_[fn_].insert(&callee);
   if (e.args.size() != callee.params.size()) {
+    calls_[fn_].insert(&callee);
     error(e.span, "'" + callee.name + "' takes " + plural(callee.params.size(), "argument") +
                       ", but " + std::to_string(e.args.size()) + " " +
                       (e.args.size() == 1 ? "was" : "were") + " given");
     note(callee.span, "'" + callee.name + "' is defined here");
     return Type::of(TypeKind::kVoid);
   }
+  Function* target = &callee;
+  if (callee.generic()) {
+    target = instantiate(e, callee);
+    if (!target) return Type::of(TypeKind::kVoid);
+    e.name = target->name;  // code generation and the interpreter call the instance
+  }
+  calls_[fn_].insert(target);
   for (size_t i = 0; i < e.args.size(); ++i)
-    if (e.args[i]) check_argument(*e.args[i], callee.params[i], callee, i);
+    if (e.args[i]) check_argument(*e.args[i], target->params[i], *target, i);
   return Type::of(TypeKind::kVoid);
 }
 
@@ -716,7 +741,8 @@ void Checker::check_argument(Expr& arg, const Param& param, const Function& call
   const Type& a = arg.type;
   const Type& p = param.type;
   if (a.is_error() || p.is_error()) return;
-  const std::string where = "argument " + std::to_string(index + 1) + " of '" + callee.name +
+  const std::string& callee_name = callee.instance_of.empty() ? callee.name : callee.instance_of;
+  const std::string where = "argument " + std::to_string(index + 1) + " of '" + callee_name +
                             "' (parameter '" + param.name + "')";
   auto mismatch = [&](const std::string& why) {
     error(arg.span, where + ": " + why);

@@ -85,6 +85,11 @@ class Checker {
   Type check_call(Expr& e, bool statement, bool dispatched);
   Type check_user_call(Expr& e, Function& callee, bool dispatched);
   void check_argument(Expr& arg, const Param& param, const Function& callee, size_t index);
+
+  // generics.cc: shape parameters, bound per call; one checked instance per binding.
+  void check_generic_declaration(Function& f);
+  Function* instantiate(Expr& call, Function& generic);
+  std::optional<int64_t> shape_factor(Expr& e, const Function& generic, std::string& param);
   std::optional<int64_t> eval_host(const Expr& e, const std::map<std::string, int64_t>& env);
 
  public:
@@ -123,6 +128,10 @@ class Checker {
   std::vector<std::map<std::string, Var>> scopes_;
   std::vector<HostLoop> host_loops_;
   std::map<const Function*, std::set<const Function*>> calls_;
+  std::map<const Function*, size_t> module_of_;           // generic -> its module
+  std::map<std::string, Function*> instances_;            // "f<4,256>" -> instance
+  std::set<const Function*> broken_generics_;             // declarations with errors
+  int instantiation_depth_ = 0;
   Function* fn_ = nullptr;
 };
 

@@ -1,6 +1,7 @@
 #include "compiler/codegen_build.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <set>
 #include <system_error>
@@ -20,6 +21,7 @@
 #include "compiler/codegen_kernel.h"
 #include "compiler/codegen_orchestration.h"
 #include "compiler/codegen_util.h"
+#include "compiler/codegen_windows.h"
 
 namespace pypto::compiler {
 
@@ -182,7 +184,8 @@ std::pair<double, double> golden_tolerance(const std::vector<DType>& output_dtyp
 BuildSummary write_build(const fs::path& dir, const BuildRequest& request,
                          const KernelLowerer& lower, const std::optional<GoldenData>& golden) {
   const Function& entry = *request.entry;
-  const FunctionTable table(*request.program);
+  FunctionTable table(*request.program);
+  std::deque<Function> specialized;  // window specializations (codegen_windows.h)
   const Platform platform = parse_platform(request.platform);
   BuildSummary summary;
   summary.kind = request.distributed ? BuildKind::kL3 : BuildKind::kL2;
@@ -203,6 +206,7 @@ BuildSummary write_build(const fs::path& dir, const BuildRequest& request,
     if (plan->orch.dispatches.empty())
       codegen_error(request.sources, entry.name_span,
                     "host function '" + entry.name + "' dispatches nothing (no `f(...) on r`)");
+    specialize_windows(*plan, table, specialized, request.sources);
     chip = generate_chip(plan->chips, table, request, lower);
     check_window_names(*plan, chip, request);
     summary.dispatches = plan->orch.dispatches.size();

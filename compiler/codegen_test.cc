@@ -409,10 +409,43 @@ TEST(CodegenBuildTest, GoldenFilesHoldTheGivenData) {
   EXPECT_FALSE(fs::exists(dir / "golden/expected/x.npy"));
 }
 
-TEST(CodegenBuildTest, WindowNamedOtherThanTheKernelParameterIsRefused) {
+TEST(CodegenBuildTest, KernelsTakeTheNameOfTheWindowBoundToThem) {
+  // Kernels find windows by name, so a window named other than the kernel's
+  // parameter gets a copy of the kernel (and of the chip function on the way)
+  // whose parameter carries the window's name; a matching binding needs none.
   auto run = front_end(R"(
 kernel aiv k(a: in f32[1, 8], b: out f32[1, 8], w: window f32[1, 8]) {
-  store(load(a, [0, 0], [1, 8]), b, [0, 0])
+  store(load(a, [0, 0], [1, 8]), w, [0, 0])
+  store(load(w, [0, 0], [1, 8]), b, [0, 0])
+}
+chip c(a: in f32[1, 8], b: out f32[1, 8], w: window f32[1, 8]) { k(a, b, w) }
+host main(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8], z: out f32[WORLD, 1, 8]) {
+  let buf = window_buffer(f32[1, 8])
+  for r in 0 .. WORLD { c(x[r], y[r], buf) on r }
+  let w = window_buffer(f32[1, 8])
+  for r in 0 .. WORLD { c(x[r], z[r], w) on r }
+}
+)");
+  const fs::path dir = scratch("winname");
+  std::vector<std::string> lowered_params;
+  auto lowering = [&](const Function& k) {
+    for (const Param& p : k.params) lowered_params.push_back(k.name + "." + p.name);
+    return fake_lowering(k);
+  };
+  write_build(dir, request_for(run, 2, "t.ptl"), lowering, std::nullopt);
+  const HostOrch orch = HostOrch::load(dir);
+  ASSERT_EQ(orch.dispatches.size(), 4u);
+  EXPECT_EQ(orch.dispatches[0].program, "c_w1");
+  EXPECT_EQ(orch.dispatches[2].program, "c");
+  EXPECT_EQ(lowered_params, (std::vector<std::string>{"k_w1.a", "k_w1.b", "k_w1.buf", "k.a",
+                                                      "k.b", "k.w"}));
+}
+
+TEST(CodegenBuildTest, KernelCannotTakeAWindowNameItUsesForALocal) {
+  auto run = front_end(R"(
+kernel aiv k(a: in f32[1, 8], b: out f32[1, 8], w: window f32[1, 8]) {
+  let buf = load(a, [0, 0], [1, 8])
+  store(buf, b, [0, 0])
 }
 chip c(a: in f32[1, 8], b: out f32[1, 8], w: window f32[1, 8]) { k(a, b, w) }
 host main(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8]) {
@@ -420,12 +453,14 @@ host main(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8]) {
   for r in 0 .. WORLD { c(x[r], y[r], buf) on r }
 }
 )");
-  const fs::path dir = scratch("winname");
+  const fs::path dir = scratch("winclash");
   try {
     write_build(dir, request_for(run, 2, "t.ptl"), fake_lowering, std::nullopt);
     FAIL() << "expected a ProgramError";
   } catch (const ProgramError& e) {
-    EXPECT_NE(std::string(e.what()).find("let w = window_buffer"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'buf' already names something else in 'k'"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(fs::exists(dir));  // nothing written
 }

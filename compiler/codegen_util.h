@@ -20,6 +20,8 @@ class FunctionTable {
   explicit FunctionTable(const Program& program);
   // nullptr when `name` is not a function (a builtin, say).
   const Function* find(const std::string& name) const;
+  // Adds a function generated after parsing (a window specialization).
+  void add(const Function* f) { functions_[f->name] = f; }
 
  private:
   std::map<std::string, const Function*> functions_;

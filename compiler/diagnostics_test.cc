@@ -1652,6 +1652,118 @@ chip main() {}
 kernel aiv k(s: window i32[4, 1]) { wait(s, [4, 0], eq, 1) }
                                             ^~~~~~
 )diag"},
+    {"GenericUnbindable",
+     R"ptl(kernel aiv k<N>(a: in f32[4, 8]) {}
+chip main(a: in f32[4, 8]) { k(a) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:14: error: shape parameter 'N' of 'k' is in no parameter's extents, so no call can bind it
+kernel aiv k<N>(a: in f32[4, 8]) {}
+             ^
+t.ptl:1:1: note: write it as an extent of a tensor or window parameter, alone ('N') or times a constant ('2 * N')
+kernel aiv k<N>(a: in f32[4, 8]) {}
+^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+)diag"},
+    {"GenericConflict",
+     R"ptl(kernel aiv k<N>(a: in f32[N, 8], b: out f32[N, 8]) {}
+chip main(a: in f32[4, 8], b: out f32[2, 8]) { k(a, b) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:2:53: error: argument 2 of 'k' makes shape parameter 'N' 2, but argument 1 made it 4
+chip main(a: in f32[4, 8], b: out f32[2, 8]) { k(a, b) }
+                                                    ^
+t.ptl:1:37: note: 'b' is declared here
+kernel aiv k<N>(a: in f32[N, 8], b: out f32[N, 8]) {}
+                                    ^~~~~~~~~~~~~
+)diag"},
+    {"GenericNotMultiple",
+     R"ptl(kernel aiv k<N>(a: in f32[2 * N, 8]) {}
+chip main(a: in f32[3, 8]) { k(a) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:2:32: error: argument 1 of 'k' has extent 3 in dimension 1, which is not a multiple of 2 as 'N' needs
+chip main(a: in f32[3, 8]) { k(a) }
+                               ^
+t.ptl:1:20: note: 'a' is declared here
+kernel aiv k<N>(a: in f32[2 * N, 8]) {}
+                   ^~~~~~~~~~~~~~~~
+)diag"},
+    {"GenericRedeclared",
+     R"ptl(kernel aiv k<N>(a: in f32[N, 8]) { let N = 3 }
+chip main(a: in f32[3, 8]) { k(a) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:40: error: 'N' is a shape parameter of 'k'; it cannot be redeclared in its body
+kernel aiv k<N>(a: in f32[N, 8]) { let N = 3 }
+                                       ^
+)diag"},
+    {"GenericMain",
+     R"ptl(chip main<N>(a: in f32[N, 8]) {}
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:6: error: the entry 'main' cannot be generic: its shapes are the program's and must be written out
+chip main<N>(a: in f32[N, 8]) {}
+     ^~~~
+)diag"},
+    {"GenericErrorInInstance",
+     R"ptl(kernel aiv k<N>(a: in f32[N, 8], b: out f32[N, 8]) { store(load(a, [0, 0], [4, 8]), b, [0, 0]) }
+chip main(a: in f32[2, 8], b: out f32[2, 8]) { k(a, b) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:68: error: the region [0, 4) of dimension 0 exceeds 'a', whose extent there is 2
+kernel aiv k<N>(a: in f32[N, 8], b: out f32[N, 8]) { store(load(a, [0, 0], [4, 8]), b, [0, 0]) }
+                                                                   ^~~~~~
+t.ptl:2:48: note: in k<N = 2>, instantiated by this call
+chip main(a: in f32[2, 8], b: out f32[2, 8]) { k(a, b) }
+                                               ^~~~~~~
+)diag"},
+    {"GenericOptionWord",
+     R"ptl(kernel aiv k<ge, N>(a: in f32[N, 8]) {}
+chip main(a: in f32[3, 8]) { k(a) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:14: error: 'ge' is an option word (set add eq ne gt ge lt le); it cannot name a shape parameter
+kernel aiv k<ge, N>(a: in f32[N, 8]) {}
+             ^~
+)diag"},
+    {"GenericDuplicate",
+     R"ptl(kernel aiv k<N, N>(a: in f32[N, 8]) {}
+chip main(a: in f32[3, 8]) { k(a) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:17: error: duplicate shape parameter 'N'
+kernel aiv k<N, N>(a: in f32[N, 8]) {}
+                ^
+)diag"},
+    {"GenericParamName",
+     R"ptl(kernel aiv k<N>(N: i32, a: in f32[N, 8]) {}
+chip main(a: in f32[3, 8]) { k(1, a) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:17: error: 'N' is a shape parameter of 'k'; it cannot also name a parameter
+kernel aiv k<N>(N: i32, a: in f32[N, 8]) {}
+                ^
+)diag"},
+    {"GenericShapeSyntax",
+     R"ptl(kernel aiv k<4>(a: in f32[4, 8]) {}
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:14: error: expected the name of a shape parameter, found '4'
+kernel aiv k<4>(a: in f32[4, 8]) {}
+             ^
+)diag"},
+    {"GenericWrongRank",
+     R"ptl(kernel aiv k<N>(a: in f32[N, 8]) {}
+chip main(a: in f32[3, 8, 2]) { k(a) }
+)ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:2:33: error: cannot infer shape parameter 'N' of 'k' from the arguments of this call
+chip main(a: in f32[3, 8, 2]) { k(a) }
+                                ^~~~
+t.ptl:1:14: note: 'N' is bound by a tensor or window argument whose extent is written 'N' or a constant times it ('2 * N')
+kernel aiv k<N>(a: in f32[N, 8]) {}
+             ^
+)diag"},
 };
 
 class DiagnosticsTest : public ::testing::TestWithParam<DiagCase> {};

@@ -1,6 +1,7 @@
 #include "compiler/driver.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -16,6 +17,8 @@
 #include "compiler/reference_interpreter.h"
 
 namespace pypto::compiler {
+
+namespace fs = std::filesystem;
 
 namespace {
 // Beyond any machine the runtime targets; keeps host-plan enumeration bounded.
@@ -135,6 +138,7 @@ int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err) {
   DiagnosticEngine diags(sources);
   LoadOptions load;
   load.lib_dirs = args.lib_dirs;
+  load.lib_dirs.push_back(standard_library_dir());
   Program program = load_program(args.input, load, sources, diags);
   // Type errors on top of syntax errors are mostly noise; check a program that parsed.
   CheckResult result;
@@ -170,6 +174,18 @@ int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err) {
     }
     return static_cast<int>(e.exit_code());
   }
+}
+
+std::string standard_library_dir() {
+  if (const char* env = std::getenv("PYPTO_PTL_LIB_DIR"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed =
+        (exe.parent_path() / ".." / PYPTO_INSTALL_PTL_LIB_SUBDIR).lexically_normal();
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
+  return PYPTO_SOURCE_PTL_LIB_DIR;
 }
 
 int pypto_compile_main(int argc, char** argv) {

@@ -28,6 +28,12 @@ struct CompileArgs {
 // read or written).
 int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err);
 
+// The .ptl library shipped with the compiler (collectives.ptl), searched by
+// `import` after every -L directory: $PYPTO_PTL_LIB_DIR when set, else
+// <this executable>/../share/pypto/lib when it exists (an installed compiler),
+// else the source tree's compiler/lib (a build-tree compiler).
+std::string standard_library_dir();
+
 // The whole command, CLI11 parsing included.
 int pypto_compile_main(int argc, char** argv);
 

@@ -180,6 +180,18 @@ class Parser {
     }
     f.name = std::string(cur().text);
     f.name_span = advance().span;
+    if (accept(Tok::kLt)) {
+      // Shape parameters: `f<R, C>(...)`, bound at each call from the arguments.
+      do {
+        if (!at(Tok::kIdent)) {
+          error_here("expected the name of a shape parameter");
+          return false;
+        }
+        f.shape_params.push_back(ShapeParam{std::string(cur().text), cur().span});
+        advance();
+      } while (accept(Tok::kComma));
+      if (!expect(Tok::kGt, "to close the shape parameters")) return false;
+    }
     if (!expect(Tok::kLParen, "to open the parameter list")) return false;
     while (!at(Tok::kRParen)) {
       Param p;
