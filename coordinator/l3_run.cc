@@ -119,24 +119,33 @@ void write_report(const DistributedCompiledProgram& program, const L3RunOutcome&
   }
 }
 
-// "; rank 3 wrote that element (dispatch d0 of 'chip_orch')" for an L3 output.
+// "; rank 3 wrote that element (program 'chip_orch')" for an L3 output: the
+// last dispatch (in plan order) that binds the element to an Out or InOut
+// parameter, whose value is the one gathered.
 MismatchLocator locate_in(const DistributedCompiledProgram& program) {
   return [&program](const OutputComparison& o) -> std::string {
     if (o.first_index.empty()) return "";
+    const Dispatch* writer = nullptr;
     for (const Dispatch& d : program.host_orch().dispatches) {
-      for (const HostArg& arg : d.args) {
+      const OrchestrationInfo* orch =
+          program.chip(d.rank).config.find_orchestration(d.program);
+      for (size_t a = 0; a < d.args.size(); ++a) {
+        const HostArg& arg = d.args[a];
         if (arg.kind != HostArgKind::kHost || arg.param != o.name) continue;
         if (arg.offsets.size() != o.first_index.size()) continue;
+        if (orch && a < orch->signature.size() && orch->signature[a] != ArgKind::kOut &&
+            orch->signature[a] != ArgKind::kInOut)
+          continue;
         bool inside = true;
         for (size_t i = 0; inside && i < arg.offsets.size(); ++i)
           inside = o.first_index[i] >= arg.offsets[i] &&
                    o.first_index[i] < arg.offsets[i] + arg.shape[i];
-        if (inside)
-          return "; rank " + std::to_string(d.rank) + " wrote that element (program '" +
-                 d.program + "')";
+        if (inside) writer = &d;
       }
     }
-    return "";
+    if (!writer) return "";
+    return "; rank " + std::to_string(writer->rank) + " wrote that element (program '" +
+           writer->program + "')";
   };
 }
 
