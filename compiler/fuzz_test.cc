@@ -55,9 +55,21 @@ int scale() {
   return n > 0 ? n : 1;
 }
 
+// The collectives library with a main that instantiates its generic functions.
+std::string library_program() {
+  std::ifstream in(std::string(PYPTO_COMPILER_LIB) + "/collectives.ptl");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str() +
+         "\nhost main(x: inout f32[WORLD, 4, 16], z: inout f32[WORLD, 2 * WORLD, 16],\n"
+         "          y: out f32[WORLD, 2 * WORLD, 16]) {\n"
+         "  allreduce_sum(x)\n  allreduce_ring_max(z)\n  all_to_all(z, y)\n"
+         "  broadcast(x, 1)\n  barrier()\n}\n";
+}
+
 const std::vector<std::string>& programs() {
   static const std::vector<std::string> p = {testdata("reduce.ptl"), testdata("softmax.ptl"),
-                                             testdata("matmul_colshard.ptl")};
+                                             testdata("matmul_colshard.ptl"), library_program()};
   return p;
 }
 
