@@ -189,6 +189,33 @@ Function clone(const Function& f) {
   return c;
 }
 
+void for_each_expr(Expr& e, const std::function<void(Expr&)>& visit) {
+  visit(e);
+  for (ExprPtr& a : e.args)
+    if (a) for_each_expr(*a, visit);
+}
+
+void for_each_expr(std::vector<StmtPtr>& block, const std::function<void(Expr&)>& visit) {
+  for (StmtPtr& s : block) {
+    if (!s) continue;
+    for (ExprPtr* e : {&s->value, &s->on, &s->lo, &s->hi, &s->step})
+      if (*e) for_each_expr(**e, visit);
+    for_each_expr(s->body, visit);
+    for_each_expr(s->else_body, visit);
+  }
+}
+
+void for_each_declared_name(const std::vector<StmtPtr>& block,
+                            const std::function<void(const std::string&, Span)>& visit) {
+  for (const StmtPtr& s : block) {
+    if (!s) continue;
+    if (s->kind == StmtKind::kLet || s->kind == StmtKind::kConst || s->kind == StmtKind::kFor)
+      visit(s->name, s->name_span);
+    for_each_declared_name(s->body, visit);
+    for_each_declared_name(s->else_body, visit);
+  }
+}
+
 std::string dump(const Module& m) {
   std::ostringstream os;
   for (const Import& i : m.imports) os << "(import \"" << i.path << "\")\n";

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -150,6 +151,14 @@ struct Program {
 ExprPtr clone(const Expr& expr);
 StmtPtr clone(const Stmt& stmt);
 Function clone(const Function& function);
+
+// Calls `visit` on an expression and every expression nested in it (parents
+// before their arguments), or on every expression of a block; and on every
+// name a block's statements declare (let, const, loop variables).
+void for_each_expr(Expr& expr, const std::function<void(Expr&)>& visit);
+void for_each_expr(std::vector<StmtPtr>& block, const std::function<void(Expr&)>& visit);
+void for_each_declared_name(const std::vector<StmtPtr>& block,
+                            const std::function<void(const std::string&, Span)>& visit);
 
 // A compact S-expression of an expression or a module, for tests and debugging:
 // "(call add (name a) (int 1))".

@@ -12,31 +12,10 @@ namespace {
 
 using Binding = std::map<std::string, std::string>;  // window parameter -> window name
 
-void rename_in(Expr& e, const std::string& from, const std::string& to) {
-  if (e.kind == ExprKind::kName && e.name == from) e.name = to;
-  for (ExprPtr& a : e.args)
-    if (a) rename_in(*a, from, to);
-}
-
-void rename_in_block(std::vector<StmtPtr>& block, const std::string& from, const std::string& to) {
-  for (StmtPtr& s : block) {
-    if (!s) continue;
-    for (ExprPtr* e : {&s->value, &s->on, &s->lo, &s->hi, &s->step})
-      if (*e) rename_in(**e, from, to);
-    rename_in_block(s->body, from, to);
-    rename_in_block(s->else_body, from, to);
-  }
-}
-
 bool declares(const std::vector<StmtPtr>& block, const std::string& name) {
-  for (const StmtPtr& s : block) {
-    if (!s) continue;
-    if ((s->kind == StmtKind::kLet || s->kind == StmtKind::kConst || s->kind == StmtKind::kFor) &&
-        s->name == name)
-      return true;
-    if (declares(s->body, name) || declares(s->else_body, name)) return true;
-  }
-  return false;
+  bool found = false;
+  for_each_declared_name(block, [&](const std::string& n, Span) { found = found || n == name; });
+  return found;
 }
 
 std::string key_of(const Function& f, const Binding& binding) {
@@ -101,7 +80,9 @@ class Specializer {
                           "' by name at run time, and this call binds it to window '" + to +
                           "', but '" + to + "' already names something else in '" + kernel.name +
                           "'; rename that");
-      rename_in_block(copy.body, p.name, to);
+      for_each_expr(copy.body, [&](Expr& e) {
+        if (e.kind == ExprKind::kName && e.name == p.name) e.name = to;
+      });
       p.name = to;
     }
     return store(std::move(copy));

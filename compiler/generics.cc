@@ -36,40 +36,14 @@ bool mentions_shape_param(const Expr& e, const Function& f) {
   return false;
 }
 
+// Replaces the shape parameters' names by their values.
 void substitute(Expr& e, const std::map<std::string, int64_t>& values) {
-  if (e.kind == ExprKind::kName) {
-    auto it = values.find(e.name);
-    if (it != values.end()) {
-      e.kind = ExprKind::kInt;
-      e.int_value = it->second;
-      e.name.clear();
-      return;
-    }
-  }
-  for (ExprPtr& a : e.args)
-    if (a) substitute(*a, values);
-}
-
-void substitute_block(std::vector<StmtPtr>& block, const std::map<std::string, int64_t>& values) {
-  for (StmtPtr& s : block) {
-    if (!s) continue;
-    for (ExprPtr* e : {&s->value, &s->on, &s->lo, &s->hi, &s->step})
-      if (*e) substitute(**e, values);
-    substitute_block(s->body, values);
-    substitute_block(s->else_body, values);
-  }
-}
-
-// Every name a body declares (let, const, loop variables), with its span.
-void declared_names(const std::vector<StmtPtr>& block,
-                    const std::function<void(const std::string&, Span)>& visit) {
-  for (const StmtPtr& s : block) {
-    if (!s) continue;
-    if (s->kind == StmtKind::kLet || s->kind == StmtKind::kConst || s->kind == StmtKind::kFor)
-      visit(s->name, s->name_span);
-    declared_names(s->body, visit);
-    declared_names(s->else_body, visit);
-  }
+  if (e.kind != ExprKind::kName) return;
+  auto it = values.find(e.name);
+  if (it == values.end()) return;
+  e.kind = ExprKind::kInt;
+  e.int_value = it->second;
+  e.name.clear();
 }
 
 }  // namespace
@@ -110,7 +84,7 @@ void Checker::check_generic_declaration(Function& f) {
                        sp.name + "') or times a constant ('2 * " + sp.name + "')");
     }
   }
-  declared_names(f.body, [&](const std::string& name, Span span) {
+  for_each_declared_name(f.body, [&](const std::string& name, Span span) {
     if (find_shape_param(f, name))
       error(span, "'" + name + "' is a shape parameter of '" + f.name +
                       "'; it cannot be redeclared in its body");
@@ -226,10 +200,11 @@ Function* Checker::instantiate(Expr& call, Function& generic) {
   instance.shape_params.clear();
   instance.instance_of = display;
   instance.name = mangled;
+  auto bind = [&values](Expr& e) { substitute(e, values); };
   for (Param& p : instance.params)
     for (ExprPtr& d : p.dims)
-      if (d) substitute(*d, values);
-  substitute_block(instance.body, values);
+      if (d) for_each_expr(*d, bind);
+  for_each_expr(instance.body, bind);
   Module& module = program_.modules[module_of_.at(&generic)];
   module.functions.push_back(std::move(instance));
   Function& inst = module.functions.back();
