@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "artifact/compiled_program.h"
+#include "bench/l2_bench_util.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/tensor.h"
@@ -40,15 +41,6 @@
 
 namespace pypto::bench {
 namespace {
-
-namespace fs = std::filesystem;
-
-void write_file(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw InfraError("matmul_bench: cannot write " + path.string());
-}
 
 // The kernel: c (+)= a * b on one tile, as in tests/fixtures/l2/matmul_256.
 const char* kKernelSource = R"(// Kernel "matmul_tile" (func_id 0, cube core) of bench/matmul_bench.
@@ -163,32 +155,6 @@ void write_build_dir(const fs::path& dir, int64_t n, int64_t tile) {
   write_file(dir / "kernels" / "aic" / "matmul_tile.cpp", kKernelSource);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-struct Series {
-  std::vector<double> gflops;
-  double max_err = 0;
-  double best() const { return *std::max_element(gflops.begin(), gflops.end()); }
-  double median() const {
-    std::vector<double> v = gflops;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  }
-};
-
-// Max |x - y|; infinity when either holds a NaN (the runtime's output starts
-// as NaN, so an element no task wrote cannot slip through).
-double max_abs_diff(const float* x, const float* y, size_t count) {
-  double m = 0;
-  for (size_t i = 0; i < count; ++i) {
-    if (std::isnan(x[i]) || std::isnan(y[i])) return INFINITY;
-    m = std::max(m, double(std::fabs(x[i] - y[i])));
-  }
-  return m;
-}
-
 // Where a dispatch's time goes, from the swimlane records (level 2): the
 // kernels' own time, the wait before the first kernel starts (orchestration,
 // wake-up of the core thread) and after the last one ends (drain, wake-up of
@@ -301,19 +267,19 @@ int main(int argc, char** argv) {
       auto start = std::chrono::steady_clock::now();
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(n), int(n), int(n), 1.0f, a,
                   int(n), b, int(n), 0.0f, ref.data(), int(n));
-      openblas.gflops.push_back(flop / seconds_since(start) / 1e9);
+      openblas.values.push_back(flop / seconds_since(start) / 1e9);
 
       std::fill(c, c + count, NAN);  // a task that does not run cannot pass the check
-      rt_one.gflops.push_back(flop / (one_core.run(program, args).run_ms * 1e-3) / 1e9);
+      rt_one.values.push_back(flop / (one_core.run(program, args).run_ms * 1e-3) / 1e9);
       rt_one.max_err = std::max(rt_one.max_err, max_abs_diff(c, ref.data(), count));
 
       std::fill(c, c + count, NAN);
-      rt_all.gflops.push_back(flop / (all.run(program, args).run_ms * 1e-3) / 1e9);
+      rt_all.values.push_back(flop / (all.run(program, args).run_ms * 1e-3) / 1e9);
       rt_all.max_err = std::max(rt_all.max_err, max_abs_diff(c, ref.data(), count));
 
       start = std::chrono::steady_clock::now();
       tile::matmul_f32(n, n, n, a, n, b, n, direct.data(), n, false);
-      tile_direct.gflops.push_back(flop / seconds_since(start) / 1e9);
+      tile_direct.values.push_back(flop / seconds_since(start) / 1e9);
       tile_direct.max_err =
           std::max(tile_direct.max_err, max_abs_diff(direct.data(), ref.data(), count));
     }

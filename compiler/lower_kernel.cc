@@ -520,10 +520,8 @@ class Lowerer {
         {"add", {Opcode::kTAdd, Opcode::kAdd}}, {"sub", {Opcode::kTSub, Opcode::kSub}},
         {"mul", {Opcode::kTMul, Opcode::kMul}}, {"div", {Opcode::kTDiv, Opcode::kDiv}},
         {"max", {Opcode::kTMax, Opcode::kMax}}, {"min", {Opcode::kTMin, Opcode::kMin}}};
-    const bool arith = kBinary.count(n) || n == "neg" || n == "row_sum" || n == "row_max" ||
-                       n == "full" || n == "zeros" || n == "exp" || n == "sqrt";
-    if (arith && dt.is_tile() && pto::half_dtype(dt.dtype))
-      unsupported(e.span, "'" + n + "' on " + dtype_name(dt.dtype) + " tiles (cast to f32 first)");
+    const bool float_tile =
+        dt.is_tile() && (dt.dtype == DType::kF32 || pto::half_dtype(dt.dtype));
     if (auto it = kBinary.find(n); it != kBinary.end()) {
       if (!dt.is_tile()) {  // max/min of two scalars
         Operand x = scalar(*a[0]);
@@ -533,7 +531,7 @@ class Lowerer {
       }
       const int x = first_operand(*a[0], dst);
       Operand y = a[1]->type.kind == TypeKind::kTile ? Operand::of_reg(tile_reg(*a[1])) : scalar(*a[1]);
-      if (y.kind == Operand::kFloat && dt.dtype != DType::kF32)
+      if (y.kind == Operand::kFloat && !float_tile)
         unsupported(a[1]->span, "a float operand with an integer tile");
       emit(make(it->second.first, dst, {Operand::of_reg(x), y}));
       return;
@@ -543,7 +541,7 @@ class Lowerer {
         {"row_sum", Opcode::kTRowSum}, {"row_max", Opcode::kTRowMax}, {"cast", Opcode::kTCvt}};
     if (auto it = kUnary.find(n); it != kUnary.end()) {
       const int x = first_operand(*a[0], dst);
-      if ((n == "exp" || n == "sqrt") && dt.dtype != DType::kF32)
+      if ((n == "exp" || n == "sqrt") && !float_tile)
         unsupported(e.span, "'" + n + "' of a " + std::string(dtype_name(dt.dtype)) + " tile");
       emit(make(it->second, dst, {Operand::of_reg(x)}));
       return;
@@ -561,8 +559,8 @@ class Lowerer {
     }
     if (n == "full" || n == "zeros") {
       Operand v = n == "full" ? scalar(*a[1])
-                              : (dt.dtype == DType::kF32 ? Operand::of_float(0.0) : Operand::of_int(0));
-      if (v.kind == Operand::kFloat && dt.dtype != DType::kF32)
+                              : (float_tile ? Operand::of_float(0.0) : Operand::of_int(0));
+      if (v.kind == Operand::kFloat && !float_tile)
         unsupported(a[1]->span, "a float fill value for an integer tile");
       emit(make(Opcode::kTFull, dst, {v}));
       return;

@@ -98,16 +98,16 @@ TEST(LowerKernelTest, ScalarsControlFlowAndViews) {
 TEST(LowerKernelTest, UnsupportedConstructNamesItsPlace) {
   try {
     lower_source(
-        "kernel aiv h(x: in f16[4, 16], y: out f16[4, 16]) {\n"
-        "  store(add(load(x, [0, 0], [4, 16]), 1), y, [0, 0])\n"
+        "kernel aiv h(x: in f16[4, 16], y: out f16[4, 16], s: f16) {\n"
+        "  store(mul(load(x, [0, 0], [4, 16]), s), y, [0, 0])\n"
         "}\n"
-        "chip main(x: in f16[4, 16], y: out f16[4, 16]) { h(x, y) }\n",
+        "chip main(x: in f16[4, 16], y: out f16[4, 16]) { h(x, y, 1.5) }\n",
         "h");
     FAIL() << "expected a ProgramError";
   } catch (const ProgramError& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("t.ptl:2:9: error: 'add' on f16 tiles (cast to f32 first) is not supported "
-                     "by the kernel lowering yet"),
+    EXPECT_NE(m.find("t.ptl:1:54: error: a f16 scalar parameter is not supported by the kernel "
+                     "lowering yet"),
               std::string::npos)
         << m;
     EXPECT_NE(m.find("^~~"), std::string::npos) << m;

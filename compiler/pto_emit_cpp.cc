@@ -1,6 +1,8 @@
 #include "compiler/pto_emit_cpp.h"
 
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "compiler/pto_printer.h"
 
@@ -198,7 +200,261 @@ class Emitter {
   }
 
   void block(const std::vector<Inst>& body, int depth) {
-    for (const Inst& inst : body) emit(inst, depth);
+    for (size_t i = 0; i < body.size();) {
+      const size_t end = fusible_run(body, i);
+      if (end > i + 1) {
+        fused(body, i, end, depth);
+        i = end;
+      } else {
+        emit(body[i], depth);
+        ++i;
+      }
+    }
+  }
+
+  // ------------------------------------------------------------ fused groups
+  // A run of f32 elementwise instructions over tiles of one shape, with the
+  // tloads/tstores of tensor regions around them, becomes one loop that keeps
+  // every element in registers (pto::fused; docs/pto-format.md).
+
+  bool f32_tile(int r, int64_t rows, int64_t cols) const {
+    const RegType& t = type(r);
+    return t.is_tile() && t.dtype == DType::kF32 && t.rows == rows && t.cols == cols;
+  }
+  bool tile_operand(const Operand& o) const { return o.kind == Operand::kReg && type(o.reg).is_tile(); }
+
+  // Whether `inst` can join a group of [rows, cols] tiles (rows = 0: any shape,
+  // which `inst` then sets).
+  bool fusible(const Inst& inst, int64_t& rows, int64_t& cols) const {
+    const auto& a = inst.args;
+    int shape_reg = -1;
+    switch (inst.op) {
+      case Opcode::kTLoad:
+      case Opcode::kTStore: {
+        const Operand& region = inst.op == Opcode::kTLoad ? a[0] : a[1];
+        const Param& p = param(region);
+        if (p.kind != ParamKind::kTensor || p.dtype != DType::kF32) return false;
+        shape_reg = inst.op == Opcode::kTLoad ? inst.dst : a[0].reg;
+        break;
+      }
+      case Opcode::kTAdd:
+      case Opcode::kTSub:
+      case Opcode::kTMul:
+      case Opcode::kTDiv:
+      case Opcode::kTMax:
+      case Opcode::kTMin:
+      case Opcode::kTNeg:
+      case Opcode::kTExp:
+      case Opcode::kTMov:
+      case Opcode::kTFull:
+        shape_reg = inst.dst;
+        break;
+      default:
+        return false;
+    }
+    const RegType& t = type(shape_reg);
+    if (!t.is_tile() || t.dtype != DType::kF32) return false;
+    if (rows == 0) {
+      rows = t.rows;
+      cols = t.cols;
+    }
+    if (!f32_tile(shape_reg, rows, cols)) return false;
+    if (inst.op == Opcode::kTLoad || inst.op == Opcode::kTStore || inst.op == Opcode::kTFull)
+      return true;
+    if (!f32_tile(a[0].reg, rows, cols)) return false;
+    if (a.size() > 1 && tile_operand(a[1])) {
+      const RegType& b = type(a[1].reg);
+      if (b.dtype != DType::kF32) return false;
+      return (b.rows == rows && b.cols == cols) || (b.rows == rows && b.cols == 1) ||
+             (b.rows == 1 && b.cols == cols);
+    }
+    return true;
+  }
+
+  // The end of the fusible run starting at body[i] (i itself when there is none).
+  size_t fusible_run(const std::vector<Inst>& body, size_t i) const {
+    int64_t rows = 0, cols = 0;
+    std::set<int> loaded, stored;  // tensor params: a group never loads and stores one,
+    size_t end = i;                // nor stores one twice (element order would change)
+    for (; end < body.size(); ++end) {
+      const Inst& inst = body[end];
+      if (!fusible(inst, rows, cols)) break;
+      if (inst.op == Opcode::kTLoad) {
+        if (stored.count(inst.args[0].param)) break;
+        loaded.insert(inst.args[0].param);
+      } else if (inst.op == Opcode::kTStore) {
+        const int p = inst.args[1].param;
+        if (stored.count(p) || loaded.count(p)) break;
+        stored.insert(p);
+      }
+    }
+    return end;
+  }
+
+  // How often each register occurs (operand or destination) in `body`, recursively.
+  static void count_regs(const std::vector<Inst>& body, std::map<int, int>& uses) {
+    for (const Inst& inst : body) count_inst(inst, uses);
+  }
+  static void count_inst(const Inst& inst, std::map<int, int>& uses) {
+    if (inst.dst >= 0) ++uses[inst.dst];
+    for (const Operand& o : inst.args) {
+      if (o.kind == Operand::kReg) ++uses[o.reg];
+      for (const Operand& x : o.index)
+        if (x.kind == Operand::kReg) ++uses[x.reg];
+    }
+    count_regs(inst.body, uses);
+    count_regs(inst.else_body, uses);
+  }
+
+  void fused(const std::vector<Inst>& body, size_t begin, size_t end, int depth) {
+    if (unit_uses_.empty()) count_regs(u_.body, unit_uses_);
+    int64_t rows = 0, cols = 0;
+    fusible(body[begin], rows, cols);
+    const std::string id = "f" + std::to_string(++fused_);
+    const std::string rc_text = std::to_string(rows) + ", " + std::to_string(cols);
+    std::map<int, int> group_uses;
+    for (size_t i = begin; i < end; ++i) count_inst(body[i], group_uses);
+    // Group registers (the group's shape): read before written in the group
+    // -> loaded from the buffer first; written and used elsewhere (or carried
+    // around an enclosing loop) -> stored back.
+    std::vector<int> order, in, back;
+    std::set<int> seen, defined;
+    auto touch = [&](int r, bool def) {
+      if (!f32_tile(r, rows, cols)) return;  // a broadcast operand: read from its buffer
+      if (!seen.count(r)) {
+        seen.insert(r);
+        order.push_back(r);
+        if (!def) in.push_back(r);
+      }
+      if (def) defined.insert(r);
+    };
+    for (size_t i = begin; i < end; ++i) {
+      const Inst& inst = body[i];
+      for (const Operand& o : inst.args)
+        if (o.kind == Operand::kReg && type(o.reg).is_tile()) touch(o.reg, false);
+      if (inst.dst >= 0) touch(inst.dst, true);
+    }
+    const std::set<int> in_set(in.begin(), in.end());
+    for (int r : order)
+      if (defined.count(r) && (unit_uses_[r] > group_uses[r] || in_set.count(r))) back.push_back(r);
+
+    line(depth, "// fused: " + std::to_string(end - begin) + " instructions over [" + rc_text +
+                    "] tiles, one pass");
+    line(depth, "{");
+    const int d1 = depth + 1;
+    // The tensor regions: checked, then addressed by pointer and row stride.
+    struct Access {
+      std::string g, ld;
+      const Param* p;
+      bool store;
+    };
+    std::vector<Access> acc;
+    std::map<size_t, size_t> access_of;  // instruction index -> acc index
+    for (size_t i = begin; i < end; ++i) {
+      const Inst& inst = body[i];
+      if (inst.op != Opcode::kTLoad && inst.op != Opcode::kTStore) continue;
+      const bool store = inst.op == Opcode::kTStore;
+      const Operand& region = store ? inst.args[1] : inst.args[0];
+      const Param& p = param(region);
+      Access x{id + "_g" + std::to_string(acc.size()), id + "_ld" + std::to_string(acc.size()), &p,
+               store};
+      line(d1, std::string(store ? "float* " : "const float* ") + x.g + " = nullptr;");
+      line(d1, "int64_t " + x.ld + " = 0;");
+      guarded(d1, offsets(region),
+              "k.view(p_" + p.name + ", \"" + p.name + "\", o, " + rc_text + ", \"" +
+                  (store ? "store" : "load") + "\", &" + x.g + ", &" + x.ld + ")");
+      access_of[i] = acc.size();
+      acc.push_back(x);
+    }
+    // The fused order is the unfused one when every column is contiguous and
+    // each store's region is the same memory as, or disjoint from, every other region.
+    std::vector<std::string> terms;
+    for (size_t x = 0; x < acc.size(); ++x) {
+      bool dup = false;  // unit_cols once per parameter
+      for (size_t y = 0; y < x; ++y) dup = dup || acc[y].p == acc[x].p;
+      if (!dup) terms.push_back("pto::unit_cols(p_" + acc[x].p->name + ")");
+    }
+    for (size_t x = 0; x < acc.size(); ++x)
+      for (size_t y = 0; y < acc.size(); ++y)
+        if (y != x && acc[x].store && (y > x || !acc[y].store))
+          terms.push_back("pto::same_or_disjoint(" + acc[x].g + ", " + acc[x].ld + ", " + acc[y].g +
+                          ", " + acc[y].ld + ", " + rc_text + ", 4)");
+    std::string cond;
+    for (const std::string& t : terms)
+      cond += (cond.empty() ? "" : " &&\n" + std::string(static_cast<size_t>(2 * depth + 6), ' ')) + t;
+    int d2 = d1;
+    if (!cond.empty()) {
+      line(d1, "if (" + cond + ") {");
+      d2 = d1 + 1;
+    }
+    line(d2, "pto::fused(" + rc_text + ", [&](auto " + id + "_s, int64_t fr, int64_t fj) PYPTO_TILE_LAMBDA_INLINE {");
+    const int d3 = d2 + 1;
+    line(d3, "using S = decltype(" + id + "_s);");
+    line(d3, "(void)fr;");
+    line(d3, "(void)fj;");
+    const std::string cs = std::to_string(cols);
+    auto v = [&](int r) { return "v_" + u_.regs[static_cast<size_t>(r)].name; };
+    auto at = [&](int r) { return reg(r) + " + fr * " + cs + " + fj"; };
+    std::string decl;
+    for (int r : order) decl += (decl.empty() ? "" : ", ") + v(r);
+    line(d3, "typename S::V " + decl + ";");
+    for (int r : in) line(d3, "pto::vld<S>(" + v(r) + ", " + at(r) + ");");
+    for (size_t i = begin; i < end; ++i) {
+      const Inst& inst = body[i];
+      const auto& a = inst.args;
+      line(d3, "// " + one_line(inst));
+      switch (inst.op) {
+        case Opcode::kTLoad: {
+          const Access& x = acc[access_of[i]];
+          line(d3, "pto::vld<S>(" + v(inst.dst) + ", " + x.g + " + fr * " + x.ld + " + fj);");
+          break;
+        }
+        case Opcode::kTStore: {
+          const Access& x = acc[access_of[i]];
+          line(d3, "pto::vst<S>(" + x.g + " + fr * " + x.ld + " + fj, " + v(a[0].reg) + ");");
+          break;
+        }
+        case Opcode::kTMov:
+          line(d3, v(inst.dst) + " = " + v(a[0].reg) + ";");
+          break;
+        case Opcode::kTFull:
+          line(d3, "pto::vsplat<S>(" + v(inst.dst) + ", " + as_float(a[0]) + ");");
+          break;
+        case Opcode::kTNeg:
+        case Opcode::kTExp:
+          line(d3, std::string("pto::") + (inst.op == Opcode::kTNeg ? "OpNeg" : "OpExp") + "::apply(" +
+                       v(inst.dst) + ", " + v(a[0].reg) + ", " + v(a[0].reg) + ");");
+          break;
+        default: {  // tadd ... tmin
+          static const std::map<Opcode, const char*> ops = {
+              {Opcode::kTAdd, "OpAdd"}, {Opcode::kTSub, "OpSub"}, {Opcode::kTMul, "OpMul"},
+              {Opcode::kTDiv, "OpDiv"}, {Opcode::kTMax, "OpMax"}, {Opcode::kTMin, "OpMin"}};
+          std::string b;
+          if (tile_operand(a[1]) && f32_tile(a[1].reg, rows, cols)) {
+            b = v(a[1].reg);
+          } else {
+            b = id + "_b" + std::to_string(i - begin);
+            line(d3, "typename S::V " + b + ";");
+            if (!tile_operand(a[1]))
+              line(d3, "pto::vsplat<S>(" + b + ", " + as_float(a[1]) + ");");
+            else if (type(a[1].reg).cols == 1)  // [rows, 1]: along each row
+              line(d3, "pto::vsplat<S>(" + b + ", " + reg(a[1].reg) + "[fr]);");
+            else  // [1, cols]: along each column
+              line(d3, "pto::vld<S>(" + b + ", " + reg(a[1].reg) + " + fj);");
+          }
+          line(d3, std::string("pto::") + ops.at(inst.op) + "::apply(" + v(inst.dst) + ", " +
+                       v(a[0].reg) + ", " + b + ");");
+        }
+      }
+    }
+    for (int r : back) line(d3, "pto::vst<S>(" + at(r) + ", " + v(r) + ");");
+    line(d2, "});");
+    if (!cond.empty()) {
+      line(d1, "} else {  // strided columns or overlapping regions: one instruction at a time");
+      for (size_t i = begin; i < end; ++i) emit(body[i], d2);
+      line(d1, "}");
+    }
+    line(depth, "}");
   }
 
   // `{ <offsets> if (!<call>) return; }` on one line.
@@ -379,9 +635,11 @@ class Emitter {
           line(depth, std::string("pto::binary(") + binop(inst.op) + ", " + rc(dt) + ", " +
                           reg(a[0].reg) + ", " + reg(a[1].reg) + ", " + bc + ", " + d + ");");
         } else {
+          // f16/bf16: the scalar goes as a float, which pto rounds to the dtype.
+          const std::string sv = half_dtype(dt.dtype) ? as_float(a[1])
+                                                      : ctype(dt.dtype) + std::string("(") + value(a[1]) + ")";
           line(depth, std::string("pto::binary_scalar(") + binop(inst.op) + ", " + n(dt) + ", " +
-                          reg(a[0].reg) + ", " + ctype(dt.dtype) + "(" + value(a[1]) + "), " + d +
-                          ");");
+                          reg(a[0].reg) + ", " + sv + ", " + d + ");");
         }
         return;
       }
@@ -410,8 +668,10 @@ class Emitter {
         return;
       }
       case Opcode::kTFull:
-        line(depth, "pto::fill(" + n(dt) + ", " + ctype(dt.dtype) + "(" + value(a[0]) + "), " + d +
-                        ");");
+        line(depth, "pto::fill(" + n(dt) + ", " +
+                        (half_dtype(dt.dtype) ? as_float(a[0])
+                                              : ctype(dt.dtype) + std::string("(") + value(a[0]) + ")") +
+                        ", " + d + ");");
         return;
       case Opcode::kFor: {
         const std::string sfx = std::to_string(++loops_);
@@ -461,6 +721,8 @@ class Emitter {
   const Unit& u_;
   std::string out_;
   int loops_ = 0;
+  int fused_ = 0;
+  std::map<int, int> unit_uses_;  // register -> occurrences in the unit
 };
 
 }  // namespace

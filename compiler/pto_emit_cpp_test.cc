@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "compiler/interp_values.h"
 #include "compiler/pto_emit_cpp.h"
 #include "compiler/pto_printer.h"
 #include "compiler/pto_test_util.h"
@@ -154,6 +155,103 @@ TEST(PtoEmitCppTest, VectorAddRunsOnStridedViews) {
   EXPECT_NE(err.find("vadd: tensor argument 0 ('a') must be dtype 0 [4, 64], got dtype 0 [4, 32]"),
             std::string::npos)
       << err;
+}
+
+// Fused elementwise groups (one pass per element): row tails of an odd
+// width, a loop-carried accumulator written back to its buffer, a column
+// broadcast, and the unfused fallback for strided columns and for an output
+// that overlaps an input shifted by one element.
+TEST(PtoEmitCppTest, FusedGroupsMatchUnfusedSemantics) {
+  const LoweredKernel k = lower_source(
+      "kernel aiv f(x: in f32[3, 37], w: in f32[1, 37], y: out f32[3, 37]) {\n"
+      "  let acc = zeros(f32[3, 37])\n"
+      "  let ww = load(w, [0, 0], [1, 37])\n"
+      "  for i in 0 .. 3 {\n"
+      "    acc = add(acc, mul(load(x, [0, 0], [3, 37]), 2.0))\n"
+      "  }\n"
+      "  store(sub(add(acc, load(x, [0, 0], [3, 37])), ww), y, [0, 0])\n"
+      "}\n"
+      "chip main(x: in f32[3, 37], w: in f32[1, 37], y: out f32[3, 37]) { f(x, w, y) }\n",
+      "f");
+  EXPECT_NE(k.cpp_body.find("pto::fused("), std::string::npos) << k.cpp_body;
+  Kernel kernel("f", k.cpp_body);
+  const int R = 3, C = 37;
+  std::vector<float> x = iota(R * C), w = iota(C, 0.25f), y(R * C, -1.0f);
+  auto expect = [&](const std::vector<float>& xs, int64_t xrow, int64_t xcol, const float* out,
+                    int64_t orow, int64_t ocol) {
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < C; ++j) {
+        const float xv = xs[size_t(r * xrow + j * xcol)];
+        float acc = 0;
+        for (int i = 0; i < 3; ++i) acc = acc + xv * 2.0f;
+        EXPECT_EQ(out[r * orow + j * ocol], (acc + xv) - w[size_t(j)]) << r << "," << j;
+      }
+  };
+  ASSERT_EQ(kernel.run({tensor(x.data(), PYPTO_F32, {R, C}), tensor(w.data(), PYPTO_F32, {1, C}),
+                        tensor(y.data(), PYPTO_F32, {R, C})}),
+            "");
+  expect(x, C, 1, y.data(), C, 1);
+  // Columns with stride 2 (the fallback path).
+  std::vector<float> x2(size_t(R * C * 2), 0.0f), y2(size_t(R * C * 2), -1.0f);
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < C; ++j) x2[size_t(r * C * 2 + j * 2)] = x[size_t(r * C + j)];
+  ASSERT_EQ(kernel.run({tensor(x2.data(), PYPTO_F32, {R, C}, {2 * C, 2}),
+                        tensor(w.data(), PYPTO_F32, {1, C}),
+                        tensor(y2.data(), PYPTO_F32, {R, C}, {2 * C, 2})}),
+            "");
+  expect(x2, 2 * C, 2, y2.data(), 2 * C, 2);
+  // y overlaps x shifted by one element: every load must see x before any store.
+  std::vector<float> buf(size_t(R * C + 1));
+  std::copy(x.begin(), x.end(), buf.begin());
+  ASSERT_EQ(kernel.run({tensor(buf.data(), PYPTO_F32, {R, C}), tensor(w.data(), PYPTO_F32, {1, C}),
+                        tensor(buf.data() + 1, PYPTO_F32, {R, C})}),
+            "");
+  expect(x, C, 1, buf.data() + 1, C, 1);
+}
+
+// f16/bf16 arithmetic: every element computed in f32 and rounded to the
+// dtype (nearest even) after each instruction, a scalar operand rounded to
+// the dtype first, row_sum in double rounded once — bit for bit what the
+// reference interpreter (interp_tile_ops.cc) computes.
+TEST(PtoEmitCppTest, HalfArithmeticMatchesTheInterpreterBitForBit) {
+  for (const std::string dt : {"f16", "bf16"}) {
+    const bool f16 = dt == "f16";
+    const std::string T = dt + "[4, 37]", S = dt + "[4, 1]";
+    const LoweredKernel k = lower_source(
+        "kernel aiv h(x: in " + T + ", y: out " + T + ", s: out " + S + ") {\n"
+        "  let t = load(x, [0, 0], [4, 37])\n"
+        "  let u = exp(sub(add(mul(t, 1.1), t), row_max(t)))\n"
+        "  store(max(div(neg(u), 3.0), sqrt(t)), y, [0, 0])\n"
+        "  store(row_sum(add(u, full(" + T + ", 0.3))), s, [0, 0])\n"
+        "}\n"
+        "chip main(x: in " + T + ", y: out " + T + ", s: out " + S + ") { h(x, y, s) }\n",
+        "h");
+    Kernel kernel("h", k.cpp_body);
+    auto to_bits = [&](float v) { return f16 ? interp::float_to_f16(v) : interp::float_to_bf16(v); };
+    auto to_float = [&](uint16_t b) { return f16 ? interp::f16_to_float(b) : interp::bf16_to_float(b); };
+    auto R = [&](float v) { return to_float(to_bits(v)); };
+    const int rows = 4, cols = 37;
+    std::vector<uint16_t> x(rows * cols), y(rows * cols, 0xffff), s(rows, 0xffff);
+    const std::vector<float> xf = iota(x.size(), 0.003f);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = to_bits(xf[i]);
+    const pypto_dtype abi = f16 ? PYPTO_F16 : PYPTO_BF16;
+    ASSERT_EQ(kernel.run({tensor(x.data(), abi, {rows, cols}), tensor(y.data(), abi, {rows, cols}),
+                          tensor(s.data(), abi, {rows, 1})}),
+              "");
+    for (int r = 0; r < rows; ++r) {
+      float m = to_float(x[size_t(r * cols)]);
+      for (int j = 1; j < cols; ++j) m = std::max(m, to_float(x[size_t(r * cols + j)]));
+      double sum = 0;
+      for (int j = 0; j < cols; ++j) {
+        const float t = to_float(x[size_t(r * cols + j)]);
+        const float u = R(std::exp(R(R(R(t * R(1.1f)) + t) - m)));
+        const float want = std::max(R(R(-u) / R(3.0f)), R(std::sqrt(t)));
+        EXPECT_EQ(y[size_t(r * cols + j)], to_bits(want)) << dt << " " << r << "," << j;
+        sum += R(u + R(0.3f));
+      }
+      EXPECT_EQ(s[size_t(r)], to_bits(static_cast<float>(sum))) << dt << " row " << r;
+    }
+  }
 }
 
 TEST(PtoEmitCppTest, SoftmaxRowsMatchesReference) {

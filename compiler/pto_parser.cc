@@ -947,8 +947,9 @@ class Parser {
                                "; they must agree");
           return false;
         }
-        if ((inst.op == Opcode::kTExp || inst.op == Opcode::kTSqrt) && dst.dtype != DType::kF32) {
-          error(op_tok, std::string("'") + opcode_name(inst.op) + "' needs an f32 tile");
+        if ((inst.op == Opcode::kTExp || inst.op == Opcode::kTSqrt) && dst.dtype != DType::kF32 &&
+            !half_dtype(dst.dtype)) {
+          error(op_tok, std::string("'") + opcode_name(inst.op) + "' needs an f32, f16 or bf16 tile");
           return false;
         }
         return true;
@@ -985,8 +986,8 @@ class Parser {
           error(a[1].span, "the second operand must be a tile or a number");
           return false;
         }
-        if (c == 2 && dst.dtype != DType::kF32) {
-          error(a[1].span, "a float operand needs an f32 tile");
+        if (c == 2 && dst.dtype != DType::kF32 && !half_dtype(dst.dtype)) {
+          error(a[1].span, "a float operand needs an f32, f16 or bf16 tile");
           return false;
         }
         return true;
@@ -1109,20 +1110,10 @@ class Parser {
     return false;
   }
 
-  // f16/bf16 tiles are moved, converted and multiplied; arithmetic needs a tcvt to f32.
-  bool half_ok(const Inst& inst, const Token& op_tok, const RegType& dst) {
+  // f16/bf16 tiles support every tile instruction (computed in f32, rounded
+  // to nearest even per result) except an atomic 'tremote_store ..., add'.
+  bool half_ok(const Inst& inst, const Token& op_tok, const RegType& /*dst*/) {
     switch (inst.op) {
-      case Opcode::kTAdd:
-      case Opcode::kTSub:
-      case Opcode::kTMul:
-      case Opcode::kTDiv:
-      case Opcode::kTMax:
-      case Opcode::kTMin:
-      case Opcode::kTNeg:
-      case Opcode::kTRowSum:
-      case Opcode::kTRowMax:
-      case Opcode::kTFull:
-        break;
       case Opcode::kTRemoteStore:
         if (inst.args.size() == 4 && inst.args[3].kind == Operand::kOption &&
             inst.args[3].option == "add" && inst.args[0].kind == Operand::kReg &&
@@ -1134,12 +1125,6 @@ class Parser {
       default:
         return true;
     }
-    if (dst.is_tile() && half_dtype(dst.dtype)) {
-      error(op_tok, std::string("'") + opcode_name(inst.op) + "' on " + dtype_name(dst.dtype) +
-                        " tiles is not supported yet; tcvt to f32 first");
-      return false;
-    }
-    return true;
   }
 
   bool signal(const Param& w, const Operand& o) {

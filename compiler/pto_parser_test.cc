@@ -125,8 +125,8 @@ TEST(PtoParserTest, Diagnostics) {
       {".kernel k aiv\n  %a:bool[2, 2] = tfull 0\n.end\n",
        "t.pto:2:6: error: bool tiles are not supported yet; use f32, f16, bf16, i8, i16, i32, "
        "i64 or u8\n"},
-      {".kernel k aiv\n  %a:f16[2, 2] = tfull 0\n.end\n",
-       "t.pto:2:18: error: 'tfull' on f16 tiles is not supported yet; tcvt to f32 first\n"},
+      {".kernel k aiv\n  %a:i32[2, 2] = tfull 0\n  %b:i32[2, 2] = texp %a\n.end\n",
+       "t.pto:3:18: error: 'texp' needs an f32, f16 or bf16 tile\n"},
       {".kernel k aiv\n  %a:i64 = mov 99999999999999999999\n.end\n",
        "t.pto:2:16: error: integer '99999999999999999999' does not fit in 64 bits\n"},
       {".kernel k aiv\n.window s f32[2, 1]\n  wait s[0, 0], ge, 1\n.end\n",

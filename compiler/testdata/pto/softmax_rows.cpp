@@ -28,17 +28,55 @@ static void ptoas_softmax_rows(const pypto_kernel_args* args) {
   }
   // %m:f32[32, 1] = trow_max %t
   pto::row_max(32, 128, r_t, r_m);
-  // %e:f32[32, 128] = tsub %t, %m
-  pto::binary(pto::kSub, 32, 128, r_t, r_m, pto::kRow, r_e);
-  // %e:f32[32, 128] = texp %e
-  pto::exp(4096, r_e, r_e);
+  // fused: 2 instructions over [32, 128] tiles, one pass
+  {
+    pto::fused(32, 128, [&](auto f1_s, int64_t fr, int64_t fj) PYPTO_TILE_LAMBDA_INLINE {
+      using S = decltype(f1_s);
+      (void)fr;
+      (void)fj;
+      typename S::V v_t, v_e;
+      pto::vld<S>(v_t, r_t + fr * 128 + fj);
+      // %e:f32[32, 128] = tsub %t, %m
+      typename S::V f1_b0;
+      pto::vsplat<S>(f1_b0, r_m[fr]);
+      pto::OpSub::apply(v_e, v_t, f1_b0);
+      // %e:f32[32, 128] = texp %e
+      pto::OpExp::apply(v_e, v_e, v_e);
+      pto::vst<S>(r_e + fr * 128 + fj, v_e);
+    });
+  }
   // %s:f32[32, 1] = trow_sum %e
   pto::row_sum(32, 128, r_e, r_s);
-  // %t0:f32[32, 128] = tdiv %e, %s
-  pto::binary(pto::kDiv, 32, 128, r_e, r_s, pto::kRow, r_t0);
-  // tstore %t0, y[0, 0]
+  // fused: 2 instructions over [32, 128] tiles, one pass
   {
-    const int64_t o[] = {INT64_C(0), INT64_C(0)};
-    if (!k.store(r_t0, 32, 128, p_y, "y", o)) return;
+    float* f2_g0 = nullptr;
+    int64_t f2_ld0 = 0;
+    {
+      const int64_t o[] = {INT64_C(0), INT64_C(0)};
+      if (!k.view(p_y, "y", o, 32, 128, "store", &f2_g0, &f2_ld0)) return;
+    }
+    if (pto::unit_cols(p_y)) {
+      pto::fused(32, 128, [&](auto f2_s, int64_t fr, int64_t fj) PYPTO_TILE_LAMBDA_INLINE {
+        using S = decltype(f2_s);
+        (void)fr;
+        (void)fj;
+        typename S::V v_e, v_t0;
+        pto::vld<S>(v_e, r_e + fr * 128 + fj);
+        // %t0:f32[32, 128] = tdiv %e, %s
+        typename S::V f2_b0;
+        pto::vsplat<S>(f2_b0, r_s[fr]);
+        pto::OpDiv::apply(v_t0, v_e, f2_b0);
+        // tstore %t0, y[0, 0]
+        pto::vst<S>(f2_g0 + fr * f2_ld0 + fj, v_t0);
+      });
+    } else {  // strided columns or overlapping regions: one instruction at a time
+      // %t0:f32[32, 128] = tdiv %e, %s
+      pto::binary(pto::kDiv, 32, 128, r_e, r_s, pto::kRow, r_t0);
+      // tstore %t0, y[0, 0]
+      {
+        const int64_t o[] = {INT64_C(0), INT64_C(0)};
+        if (!k.store(r_t0, 32, 128, p_y, "y", o)) return;
+      }
+    }
   }
 }

@@ -21,21 +21,63 @@ static void ptoas_vadd(const pypto_kernel_args* args) {
   }
   float* const r_t0 = reinterpret_cast<float*>(scratch + 0);  // f32[4, 64]
   float* const r_t1 = reinterpret_cast<float*>(scratch + 1024);  // f32[4, 64]
-  // %t0:f32[4, 64] = tload a[0, 0]
+  // fused: 4 instructions over [4, 64] tiles, one pass
   {
-    const int64_t o[] = {INT64_C(0), INT64_C(0)};
-    if (!k.load(p_a, "a", o, 4, 64, r_t0)) return;
-  }
-  // %t1:f32[4, 64] = tload b[0, 0]
-  {
-    const int64_t o[] = {INT64_C(0), INT64_C(0)};
-    if (!k.load(p_b, "b", o, 4, 64, r_t1)) return;
-  }
-  // %t0:f32[4, 64] = tadd %t0, %t1
-  pto::binary(pto::kAdd, 4, 64, r_t0, r_t1, pto::kFull, r_t0);
-  // tstore %t0, c[0, 0]
-  {
-    const int64_t o[] = {INT64_C(0), INT64_C(0)};
-    if (!k.store(r_t0, 4, 64, p_c, "c", o)) return;
+    const float* f1_g0 = nullptr;
+    int64_t f1_ld0 = 0;
+    {
+      const int64_t o[] = {INT64_C(0), INT64_C(0)};
+      if (!k.view(p_a, "a", o, 4, 64, "load", &f1_g0, &f1_ld0)) return;
+    }
+    const float* f1_g1 = nullptr;
+    int64_t f1_ld1 = 0;
+    {
+      const int64_t o[] = {INT64_C(0), INT64_C(0)};
+      if (!k.view(p_b, "b", o, 4, 64, "load", &f1_g1, &f1_ld1)) return;
+    }
+    float* f1_g2 = nullptr;
+    int64_t f1_ld2 = 0;
+    {
+      const int64_t o[] = {INT64_C(0), INT64_C(0)};
+      if (!k.view(p_c, "c", o, 4, 64, "store", &f1_g2, &f1_ld2)) return;
+    }
+    if (pto::unit_cols(p_a) &&
+        pto::unit_cols(p_b) &&
+        pto::unit_cols(p_c) &&
+        pto::same_or_disjoint(f1_g2, f1_ld2, f1_g0, f1_ld0, 4, 64, 4) &&
+        pto::same_or_disjoint(f1_g2, f1_ld2, f1_g1, f1_ld1, 4, 64, 4)) {
+      pto::fused(4, 64, [&](auto f1_s, int64_t fr, int64_t fj) PYPTO_TILE_LAMBDA_INLINE {
+        using S = decltype(f1_s);
+        (void)fr;
+        (void)fj;
+        typename S::V v_t0, v_t1;
+        // %t0:f32[4, 64] = tload a[0, 0]
+        pto::vld<S>(v_t0, f1_g0 + fr * f1_ld0 + fj);
+        // %t1:f32[4, 64] = tload b[0, 0]
+        pto::vld<S>(v_t1, f1_g1 + fr * f1_ld1 + fj);
+        // %t0:f32[4, 64] = tadd %t0, %t1
+        pto::OpAdd::apply(v_t0, v_t0, v_t1);
+        // tstore %t0, c[0, 0]
+        pto::vst<S>(f1_g2 + fr * f1_ld2 + fj, v_t0);
+      });
+    } else {  // strided columns or overlapping regions: one instruction at a time
+      // %t0:f32[4, 64] = tload a[0, 0]
+      {
+        const int64_t o[] = {INT64_C(0), INT64_C(0)};
+        if (!k.load(p_a, "a", o, 4, 64, r_t0)) return;
+      }
+      // %t1:f32[4, 64] = tload b[0, 0]
+      {
+        const int64_t o[] = {INT64_C(0), INT64_C(0)};
+        if (!k.load(p_b, "b", o, 4, 64, r_t1)) return;
+      }
+      // %t0:f32[4, 64] = tadd %t0, %t1
+      pto::binary(pto::kAdd, 4, 64, r_t0, r_t1, pto::kFull, r_t0);
+      // tstore %t0, c[0, 0]
+      {
+        const int64_t o[] = {INT64_C(0), INT64_C(0)};
+        if (!k.store(r_t0, 4, 64, p_c, "c", o)) return;
+      }
+    }
   }
 }

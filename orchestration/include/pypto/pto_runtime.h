@@ -284,6 +284,18 @@ struct Kernel {
   static int64_t row_stride(const pypto_tensor& t) { return t.ndim >= 2 ? t.strides[t.ndim - 2] : 0; }
   static int64_t col_stride(const pypto_tensor& t) { return t.strides[t.ndim - 1]; }
 
+  // A fused group's access to a region (docs/pto-format.md, "Fused
+  // elementwise groups"): checks it like load/store, then gives its first
+  // element and row stride; false (after reporting) when it is outside `t`.
+  template <class T>
+  bool view(const pypto_tensor& t, const char* name, const int64_t* off, int64_t rows,
+            int64_t cols, const char* what, T** ptr, int64_t* ld) const {
+    if (!region(t, name, off, rows, cols, what)) return false;
+    *ptr = static_cast<T*>(t.data) + element_offset(t, off);
+    *ld = row_stride(t);
+    return true;
+  }
+
   template <class T>
   bool load(const pypto_tensor& t, const char* name, const int64_t* off, int64_t rows,
             int64_t cols, T* dst) const {
@@ -456,6 +468,119 @@ struct Kernel {
   }
 };
 
+// ---- fused elementwise groups
+//
+// pypto-ptoas emits a run of f32 elementwise instructions over tiles of one
+// shape (with the loads and stores around them) as one loop: fused(rows,
+// cols, f) calls f(S{}, r, j) for each row r and column block j, where S is a
+// lane type — W16 (AVX-512), W8 (AVX2) or W1 (one float: the row tails and
+// the portable build) — and f loads, computes and stores S::W elements
+// through vld / vst / vsplat and tile.h's Op structs. Every instruction's
+// data then stays in registers instead of passing over a tile buffer each.
+// The loop over rows and columns is picked once per call by best_isa(); f is
+// a generic lambda inlined into each ISA's loop (its body must be
+// target-neutral: GCC vector extensions, no intrinsics).
+#if defined(__GNUC__) || defined(__clang__)
+#define PYPTO_TILE_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#define PYPTO_TILE_LAMBDA_INLINE
+#endif
+using detail::OpAdd;
+using detail::OpDiv;
+using detail::OpExp;
+using detail::OpMax;
+using detail::OpMin;
+using detail::OpMul;
+using detail::OpNeg;
+using detail::OpSub;
+
+struct W1 {
+  typedef float V;
+  static constexpr int W = 1;
+};
+#if PYPTO_TILE_X86
+typedef float u8sf __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float u16sf __attribute__((vector_size(64), aligned(4), may_alias));
+struct W8 {
+  typedef detail::v8sf V;
+  typedef u8sf U;
+  static constexpr int W = 8;
+};
+struct W16 {
+  typedef detail::v16sf V;
+  typedef u16sf U;
+  static constexpr int W = 16;
+};
+#endif
+
+template <class S>
+PYPTO_TILE_INLINE void vld(typename S::V& v, const float* p) {
+  v = *reinterpret_cast<const typename S::U*>(p);
+}
+template <>
+PYPTO_TILE_INLINE void vld<W1>(float& v, const float* p) {
+  v = *p;
+}
+template <class S>
+PYPTO_TILE_INLINE void vst(float* p, const typename S::V& v) {
+  *reinterpret_cast<typename S::U*>(p) = v;
+}
+template <>
+PYPTO_TILE_INLINE void vst<W1>(float* p, const float& v) {
+  *p = v;
+}
+template <class S>
+PYPTO_TILE_INLINE void vsplat(typename S::V& v, float s) {
+  v = typename S::V{} + s;
+}
+template <>
+PYPTO_TILE_INLINE void vsplat<W1>(float& v, float s) {
+  v = s;
+}
+
+template <class S, class F>
+PYPTO_TILE_INLINE void fused_rows(int64_t rows, int64_t cols, F& f) {
+  const int64_t full = cols / S::W * S::W;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < full; j += S::W) f(S{}, r, j);
+    for (int64_t j = full; j < cols; ++j) f(W1{}, r, j);
+  }
+}
+#if PYPTO_TILE_X86
+template <class F>
+PYPTO_TILE_AVX512 inline void fused_avx512(int64_t rows, int64_t cols, F& f) {
+  fused_rows<W16>(rows, cols, f);
+}
+template <class F>
+PYPTO_TILE_AVX2 inline void fused_avx2(int64_t rows, int64_t cols, F& f) {
+  fused_rows<W8>(rows, cols, f);
+}
+#endif
+template <class F>
+inline void fused(int64_t rows, int64_t cols, F f) {
+#if PYPTO_TILE_X86
+  const Isa isa = best_isa();
+  if (isa == Isa::kAvx512) return fused_avx512(rows, cols, f);
+  if (isa == Isa::kAvx2) return fused_avx2(rows, cols, f);
+#endif
+  fused_rows<W1>(rows, cols, f);
+}
+
+// A fused group reads each element of a region where its loads read it and
+// writes where its stores write; that equals the unfused order when every
+// load and store region is the same memory or none overlap. `a` and `b` are
+// rows x cols regions (row strides lda, ldb) of `es`-byte elements.
+inline bool same_or_disjoint(const void* a, int64_t lda, const void* b, int64_t ldb, int64_t rows,
+                             int64_t cols, size_t es) {
+  if (a == b && lda == ldb) return true;
+  const char* pa = static_cast<const char*>(a);
+  const char* pb = static_cast<const char*>(b);
+  const char* ea = pa + ((rows - 1) * lda + cols) * int64_t(es);
+  const char* eb = pb + ((rows - 1) * ldb + cols) * int64_t(es);
+  return ea <= pb || eb <= pa;
+}
+inline bool unit_cols(const pypto_tensor& t) { return t.strides[t.ndim - 1] == 1; }
+
 // ---- elementwise (tiles are contiguous, n = rows * cols)
 
 template <class T>
@@ -587,6 +712,105 @@ inline void row_max(int64_t rows, int64_t cols, const T* a, T* c) {
     c[r] = m;
   }
 }
+
+// ---- f16 / bf16 tiles: every element is widened to f32, computed with the
+// f32 operation, and rounded back to nearest even — the reference
+// interpreter's semantics (compiler/interp_tile_ops.cc): a scalar operand or
+// fill value is rounded to the dtype first; exp and sqrt are the C library's
+// float functions; row_sum adds in double and rounds once; row_max is exact.
+template <class H>
+inline float half_apply(BinOp op, float a, float b) {
+  switch (op) {
+    case kAdd:
+      return a + b;
+    case kSub:
+      return a - b;
+    case kMul:
+      return a * b;
+    case kDiv:
+      return a / b;
+    case kMax:
+      return a < b ? b : a;  // std::max
+    case kMin:
+      return b < a ? b : a;  // std::min
+  }
+  return a;
+}
+template <class H>
+inline H half_round(float x) {
+  return Convert<H>::from(x);
+}
+template <class H>
+inline void half_binary(BinOp op, int64_t rows, int64_t cols, const H* a, const H* b, Bcast bc,
+                        H* c) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      const H y = bc == kFull ? b[r * cols + j] : bc == kRow ? b[r] : b[j];
+      c[r * cols + j] = half_round<H>(half_apply<H>(op, to_f32(a[r * cols + j]), to_f32(y)));
+    }
+}
+template <class H>
+inline void half_binary_scalar(BinOp op, int64_t n, const H* a, float s, H* c) {
+  const float y = to_f32(half_round<H>(s));
+  for (int64_t i = 0; i < n; ++i) c[i] = half_round<H>(half_apply<H>(op, to_f32(a[i]), y));
+}
+inline void binary(BinOp op, int64_t rows, int64_t cols, const f16* a, const f16* b, Bcast bc,
+                   f16* c) {
+  half_binary(op, rows, cols, a, b, bc, c);
+}
+inline void binary(BinOp op, int64_t rows, int64_t cols, const bf16* a, const bf16* b, Bcast bc,
+                   bf16* c) {
+  half_binary(op, rows, cols, a, b, bc, c);
+}
+inline void binary_scalar(BinOp op, int64_t n, const f16* a, float s, f16* c) {
+  half_binary_scalar(op, n, a, s, c);
+}
+inline void binary_scalar(BinOp op, int64_t n, const bf16* a, float s, bf16* c) {
+  half_binary_scalar(op, n, a, s, c);
+}
+template <class H>
+inline void half_unary(int kind, int64_t n, const H* a, H* c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = to_f32(a[i]);
+    const float y = kind == 0 ? -x : kind == 1 ? __builtin_expf(x) : __builtin_sqrtf(x);
+    c[i] = half_round<H>(y);
+  }
+}
+inline void neg(int64_t n, const f16* a, f16* c) { half_unary(0, n, a, c); }
+inline void neg(int64_t n, const bf16* a, bf16* c) { half_unary(0, n, a, c); }
+inline void exp(int64_t n, const f16* a, f16* c) { half_unary(1, n, a, c); }
+inline void exp(int64_t n, const bf16* a, bf16* c) { half_unary(1, n, a, c); }
+inline void sqrt(int64_t n, const f16* a, f16* c) { half_unary(2, n, a, c); }
+inline void sqrt(int64_t n, const bf16* a, bf16* c) { half_unary(2, n, a, c); }
+inline void fill(int64_t n, float v, f16* c) {
+  const f16 h = to_f16(v);
+  for (int64_t i = 0; i < n; ++i) c[i] = h;
+}
+inline void fill(int64_t n, float v, bf16* c) {
+  const bf16 h = to_bf16(v);
+  for (int64_t i = 0; i < n; ++i) c[i] = h;
+}
+template <class H>
+inline void half_row_sum(int64_t rows, int64_t cols, const H* a, H* c) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0.0;
+    for (int64_t j = 0; j < cols; ++j) s += double(to_f32(a[r * cols + j]));
+    c[r] = half_round<H>(static_cast<float>(s));
+  }
+}
+template <class H>
+inline void half_row_max(int64_t rows, int64_t cols, const H* a, H* c) {
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t m = r * cols;
+    for (int64_t j = 1; j < cols; ++j)
+      if (to_f32(a[m]) < to_f32(a[r * cols + j])) m = r * cols + j;  // std::max
+    c[r] = a[m];
+  }
+}
+inline void row_sum(int64_t rows, int64_t cols, const f16* a, f16* c) { half_row_sum(rows, cols, a, c); }
+inline void row_sum(int64_t rows, int64_t cols, const bf16* a, bf16* c) { half_row_sum(rows, cols, a, c); }
+inline void row_max(int64_t rows, int64_t cols, const f16* a, f16* c) { half_row_max(rows, cols, a, c); }
+inline void row_max(int64_t rows, int64_t cols, const bf16* a, bf16* c) { half_row_max(rows, cols, a, c); }
 
 // c (+)= a[m, k] * b[k, n]; c must not overlap a or b.
 inline void matmul(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c,
