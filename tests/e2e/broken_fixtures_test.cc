@@ -15,7 +15,7 @@ struct BrokenCase {
 const BrokenCase kCases[] = {
     {"compile_error", 1, "FAIL",
      {"kernel source kernels/aiv/vadd.cpp does not compile", "compiler diagnostics:",
-      "kernels/aiv/vadd.cpp:13:", "error: expected"}},
+      "kernels/aiv/vadd.cpp:15:", "error: expected"}},
     {"runtime_error", 1, "FAIL",
      {"program 'vector_add': kernel 'vadd' (func_id 0) failed in task 0",
       "vadd: injected failure: tile overflow at element 17"}},

@@ -245,8 +245,8 @@ TEST(RunCommandTest, DispatchFlags) {
 
 TEST(RunCommandTest, TimeoutFailsAHangingDispatch) {
   fs::path dir = warm_copy("l2/vector_add", "timeout");
-  edit_file(dir / "kernels/aiv/vadd.cpp", "#include <stdint.h>\n",
-            "#include <stdint.h>\n#include <unistd.h>\n");
+  edit_file(dir / "kernels/aiv/vadd.cpp", "#include \"pypto/kernel_abi.h\"\n",
+            "#include \"pypto/kernel_abi.h\"\n#include <unistd.h>\n");
   edit_file(dir / "kernels/aiv/vadd.cpp", "  const pypto_kernel_ctx* ctx = args->ctx;\n",
             "  const pypto_kernel_ctx* ctx = args->ctx;\n  sleep(5);\n");
   const auto start = std::chrono::steady_clock::now();
