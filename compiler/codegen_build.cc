@@ -230,8 +230,9 @@ BuildSummary write_build(const fs::path& dir, const BuildRequest& request,
     DistributedMeta dm;
     static_cast<ProgramMeta&>(dm) = meta;
     dm.world_size = request.world;
-    dm.distributed_config.device_ids.clear();
-    for (int64_t r = 0; r < request.world; ++r) dm.distributed_config.device_ids.push_back(r);
+    dm.distributed_config.device_ids = request.device_ids;
+    if (dm.distributed_config.device_ids.empty())
+      for (int64_t r = 0; r < request.world; ++r) dm.distributed_config.device_ids.push_back(r);
     dm.distributed_config.runtime = std::string(kChipRuntime);
     dm.distributed_config.aicpu_thread_num = kAicpuThreadNum;
     dm.distributed_config.num_sub_workers = 0;

@@ -41,6 +41,7 @@ struct BuildRequest {
   const Function* entry = nullptr;  // CheckResult::entry
   bool distributed = false;         // CheckResult::distributed
   int64_t world = 1;
+  std::vector<int64_t> device_ids;  // L3: one per rank; empty: 0 .. world - 1
   std::string platform = "a2a3sim";
   std::string origin;  // the program file as the header comments name it
   const SourceManager* sources = nullptr;

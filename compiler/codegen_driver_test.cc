@@ -211,5 +211,28 @@ TEST(CodegenDriverTest, ExamplesCompile) {
   EXPECT_NO_THROW(CompiledProgram::from_dir(*l2.output));
 }
 
+TEST(CodegenDriverTest, DeviceIdsSetTheWorldAndTheDistributedMeta) {
+  const fs::path dir = scratch("device_ids");
+  CompileArgs a = output_args("reduce.ptl", dir);
+  a.device_ids = {4, 6};
+  a.no_golden = true;
+  const Ran r = run(a);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("WORLD = 2"), std::string::npos) << r.out;
+  EXPECT_EQ(DistributedCompiledProgram::from_dir(dir).device_ids(),
+            (std::vector<int64_t>{4, 6}));
+
+  a.world = 3;  // disagrees with two ids
+  Ran bad = run(a);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--world 3 but --device-ids lists 2 device(s)"), std::string::npos)
+      << bad.err;
+  a.world.reset();
+  a.device_ids = {1, 1};
+  bad = run(a);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("1 appears twice"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace pypto::compiler

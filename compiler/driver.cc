@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "common/error.h"
@@ -77,6 +78,7 @@ int write_output(const CompileArgs& args, const Program& program, const CheckRes
   request.entry = result.entry;
   request.distributed = result.distributed;
   request.world = result.world;
+  request.device_ids = args.device_ids;
   request.platform = args.platform;
   request.origin = std::filesystem::path(args.input).filename().string();
   request.sources = &sources;
@@ -103,7 +105,8 @@ int write_output(const CompileArgs& args, const Program& program, const CheckRes
 
 }  // namespace
 
-int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err) {
+int run_compile(const CompileArgs& given, std::ostream& out, std::ostream& err) {
+  CompileArgs args = given;
   const std::optional<Platform> platform = try_parse_platform(args.platform);
   if (!platform) {
     err << "pypto-compile: error: unknown platform '" << args.platform
@@ -114,6 +117,25 @@ int run_compile(const CompileArgs& args, std::ostream& out, std::ostream& err) {
     err << "pypto-compile: error: --world must be between 1 and " << kMaxWorld << ", not "
         << *args.world << "\n";
     return static_cast<int>(ExitCode::kUsage);
+  }
+  if (!args.device_ids.empty()) {
+    std::set<int64_t> seen;
+    for (int64_t id : args.device_ids) {
+      if (id < 0 || !seen.insert(id).second) {
+        err << "pypto-compile: error: --device-ids needs distinct device ids >= 0, one per "
+               "rank; "
+            << id << (id < 0 ? " is negative" : " appears twice") << "\n";
+        return static_cast<int>(ExitCode::kUsage);
+      }
+    }
+    const auto count = static_cast<int64_t>(args.device_ids.size());
+    if (args.world && *args.world != count) {
+      err << "pypto-compile: error: --world " << *args.world << " but --device-ids lists " << count
+          << " device(s); give one id per rank, or leave --world out (it defaults to their "
+             "count)\n";
+      return static_cast<int>(ExitCode::kUsage);
+    }
+    args.world = count;
   }
   if (!args.check && !args.output) {
     err << "pypto-compile: error: nothing to do: pass --check or -o DIR\n";
@@ -193,7 +215,12 @@ int pypto_compile_main(int argc, char** argv) {
   CompileArgs args;
   app.add_option("program", args.input, "the .ptl program")->required();
   app.add_flag("--check", args.check, "parse and check the program, print diagnostics");
-  app.add_option("--world", args.world, "world size: the value of WORLD (L3 programs)");
+  app.add_option("--world", args.world,
+                 "world size: the value of WORLD (L3 programs; default: the number of "
+                 "--device-ids)");
+  app.add_option("--device-ids", args.device_ids,
+                 "device ids of the ranks, comma-separated (L3; default 0 .. WORLD-1)")
+      ->delimiter(',');
   app.add_option("--platform", args.platform, "a2a3sim (default), a2a3, a5sim or a5");
   app.add_option("-o,--output", args.output, "build directory to write");
   app.add_flag("--no-golden", args.no_golden,

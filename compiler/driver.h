@@ -15,6 +15,9 @@ struct CompileArgs {
   std::string input;
   bool check = false;
   std::optional<int64_t> world;
+  // --device-ids 0,1,2,3: distributed_meta.json's device ids (one per rank);
+  // WORLD defaults to their count. Without it the ids are 0 .. WORLD - 1.
+  std::vector<int64_t> device_ids;
   std::string platform = "a2a3sim";
   std::optional<std::string> output;  // -o DIR: the build directory to write
   std::vector<std::string> lib_dirs;
