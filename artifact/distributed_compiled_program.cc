@@ -34,13 +34,14 @@ bool binds(ArgKind slot, HostArgKind arg) {
 // A host box must lie inside its parameter; a write slot must target a
 // parameter the host copies back (Out/InOut).
 void check_host_arg(const fs::path& dir, const std::string& field, const HostArg& arg, ArgKind slot,
-                    const std::vector<ParamInfo>& params) {
+                    const std::vector<ParamInfo>& params, const HostOrch& plan) {
   const ParamInfo* p = find_param(params, arg.param);
+  if (!p) p = plan.find_intermediate(arg.param);
   if (!p)
     fail_host_orch(dir, field + ".param",
                    "names '" + arg.param + "', which is not a parameter of " +
                        sidecar_display(dir, kDistributedMetaFile) +
-                       " (parameters: " + param_names(params) + ")");
+                       " (parameters: " + param_names(params) + ") nor an intermediate");
   if (arg.offsets.size() != p->shape.size())
     fail_host_orch(dir, field + ".offsets",
                    "has " + std::to_string(arg.offsets.size()) + " dimensions but parameter '" +
@@ -69,6 +70,12 @@ void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const Ho
                        "is " + std::to_string(plan.windows[w].ranks[i]) + " but world_size is " +
                            std::to_string(meta.world_size) + " (ranks 0.." +
                            std::to_string(meta.world_size - 1) + ")");
+  for (size_t t = 0; t < plan.intermediates.size(); ++t)
+    if (find_param(meta.params, plan.intermediates[t].name))
+      fail_host_orch(dir, "intermediates[" + std::to_string(t) + "].name",
+                     "is '" + plan.intermediates[t].name + "', which is also a parameter of " +
+                         sidecar_display(dir, kDistributedMetaFile) +
+                         "; a dispatch argument could not say which it means");
   for (size_t d = 0; d < plan.dispatches.size(); ++d) {
     const Dispatch& dispatch = plan.dispatches[d];
     const std::string where = "dispatches[" + std::to_string(d) + "]";
@@ -101,7 +108,8 @@ void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const Ho
                            std::to_string(a) + " of '" + orch->name + "' " + sig + " is " +
                            arg_kind_name(slot) + " (In/Out/InOut bind host, Window binds " +
                            "window, Scalar binds scalar)");
-      if (arg.kind == HostArgKind::kHost) check_host_arg(dir, field, arg, slot, meta.params);
+      if (arg.kind == HostArgKind::kHost)
+        check_host_arg(dir, field, arg, slot, meta.params, plan);
     }
   }
 }

@@ -162,6 +162,35 @@ TEST_F(DistributedCompiledProgramTest, HostBoxMustLieInsideTheParameter) {
                                      "dispatches[2].args[0].param"));
 }
 
+TEST_F(DistributedCompiledProgramTest, HostIntermediatesAreBoundLikeInOutParameters) {
+  fs::path dir = copy();
+  // Dispatch 1 writes its output into intermediate t instead of y.
+  edit_json(dir / kHostOrch, [](Json& j) {
+    j["intermediates"] = Json::array({Json{{"name", "t"}, {"dtype", "f32"}, {"shape", {8, 1, 256}}}});
+    j["dispatches"][1]["args"][1]["param"] = "t";
+  });
+  DistributedCompiledProgram p = DistributedCompiledProgram::from_dir(dir);
+  ASSERT_EQ(p.host_orch().intermediates.size(), 1u);
+  EXPECT_EQ(p.host_orch().intermediates[0].shape, (std::vector<int64_t>{8, 1, 256}));
+  EXPECT_EQ(HostOrch::load(dir), p.host_orch());  // to_json/from_json round trip
+  p.host_orch().write(dir);
+  EXPECT_EQ(HostOrch::load(dir), p.host_orch());
+
+  // A box outside it, an intermediate named like a parameter, a bad extent.
+  edit_json(dir / kHostOrch, [](Json& j) { j["intermediates"][0]["shape"] = {1, 1, 256}; });
+  EXPECT_TRUE(FailsWithArtifactError([&] { DistributedCompiledProgram::from_dir(dir); }, kHostOrch,
+                                     "dispatches[1].args[1].shape"));
+  edit_json(dir / kHostOrch, [](Json& j) { j["intermediates"][0]["name"] = "x"; });
+  EXPECT_TRUE(FailsWithArtifactError([&] { DistributedCompiledProgram::from_dir(dir); }, kHostOrch,
+                                     "intermediates[0].name"));
+  edit_json(dir / kHostOrch, [](Json& j) {
+    j["intermediates"][0]["name"] = "t";
+    j["intermediates"][0]["shape"] = {8, 0, 256};
+  });
+  EXPECT_TRUE(FailsWithArtifactError([&] { DistributedCompiledProgram::from_dir(dir); }, kHostOrch,
+                                     "intermediates[0].shape"));
+}
+
 TEST_F(DistributedCompiledProgramTest, OutArgumentMustBindAnOutputParameter) {
   fs::path dir = copy();
   edit_json(dir / kHostOrch, [](Json& j) { j["dispatches"][1]["args"][1]["param"] = "x"; });

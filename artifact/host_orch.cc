@@ -42,6 +42,24 @@ WindowInfo parse_window(JsonObject& w) {
   return info;
 }
 
+ParamInfo parse_intermediate(JsonObject& t) {
+  ParamInfo info;
+  info.name = non_empty_string(t, "name");
+  info.direction = Direction::kInOut;
+  std::string dtype = t.string("dtype");
+  auto d = parse_dtype(dtype);
+  if (!d) t.fail("dtype", "'" + dtype + "' is not a dtype; expected one of " + dtype_names());
+  info.dtype = *d;
+  info.shape = t.integers("shape");
+  if (info.shape.empty()) t.fail("shape", "is empty; an intermediate has at least one dimension");
+  for (size_t i = 0; i < info.shape.size(); ++i)
+    if (info.shape[i] < 1)
+      t.fail("shape", "extent " + std::to_string(i) + " is " + std::to_string(info.shape[i]) +
+                          "; intermediate extents are static and >= 1");
+  t.reject_unknown_keys();
+  return info;
+}
+
 HostArg parse_arg(JsonObject& a, const std::vector<WindowInfo>& windows, int64_t rank) {
   HostArg arg;
   std::string kind = a.string("kind");
@@ -132,6 +150,12 @@ HostArg HostArg::scalar(int64_t value) {
   return a;
 }
 
+const ParamInfo* HostOrch::find_intermediate(std::string_view name) const {
+  for (const auto& t : intermediates)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 HostOrch HostOrch::load(const fs::path& dir) {
   Json storage;
   JsonObject root = load_json_object(dir / kHostOrchFile, sidecar_display(dir, kHostOrchFile),
@@ -147,6 +171,14 @@ HostOrch HostOrch::from_json(JsonObject& root) {
     WindowInfo info = parse_window(w);
     window_names.add(w, "name", info.name, "'" + info.name + "'");
     h.windows.push_back(std::move(info));
+  }
+  if (root.has("intermediates")) {
+    UniqueChecker<std::string> names("intermediate names");
+    for (JsonObject& t : root.objects("intermediates")) {
+      ParamInfo info = parse_intermediate(t);
+      names.add(t, "name", info.name, "'" + info.name + "'");
+      h.intermediates.push_back(std::move(info));
+    }
   }
   std::vector<JsonObject> dispatches = root.objects("dispatches");
   if (dispatches.empty()) root.fail("dispatches", "is empty; the plan must dispatch something");
@@ -191,7 +223,14 @@ Json HostOrch::to_json() const {
     }
     ds.push_back(Json{{"rank", d.rank}, {"program", d.program}, {"args", args}});
   }
-  return Json{{"schema", kSidecarSchema}, {"windows", ws}, {"dispatches", ds}};
+  Json out{{"schema", kSidecarSchema}, {"windows", ws}, {"dispatches", ds}};
+  if (!intermediates.empty()) {
+    Json ts = Json::array();
+    for (const auto& t : intermediates)
+      ts.push_back(Json{{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}});
+    out["intermediates"] = ts;
+  }
+  return out;
 }
 
 void HostOrch::write(const fs::path& dir) const {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "artifact/param_info.h"
 #include "common/dtype.h"
 #include "common/json_reader.h"
 
@@ -60,6 +61,10 @@ struct Dispatch {
 
 struct HostOrch {
   std::vector<WindowInfo> windows;
+  // Host tensors of the plan that are not parameters (`tensor(...)` in a host
+  // function): zero-filled per run, readable and writable by dispatches like
+  // an InOut parameter, never written to outputs/. Optional in the file.
+  std::vector<ParamInfo> intermediates;
   std::vector<Dispatch> dispatches;  // in order per rank, concurrent across ranks
 
   // Reads and validates <dir>/orchestration/host_orch.json; throws ArtifactError.
@@ -70,6 +75,7 @@ struct HostOrch {
   void write(const fs::path& dir) const;
 
   const WindowInfo* find_window(std::string_view name) const;
+  const ParamInfo* find_intermediate(std::string_view name) const;
   // Indices into `dispatches` of rank `rank`'s dispatches, in execution order.
   std::vector<size_t> dispatches_of(int64_t rank) const;
 

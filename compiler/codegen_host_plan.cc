@@ -35,6 +35,7 @@ class HostEvaluator {
     for (const Param& p : host.params) {
       HostValue v;
       if (p.kind == ParamKind::kTensor) {
+        host_tensor_names_.insert(p.name);
         v.kind = HostValue::kBox;
         v.param = p.name;
         v.shape = p.type.shape;
@@ -347,10 +348,25 @@ class HostEvaluator {
       w.window = name;
       return w;
     }
-    if (e.name == "tensor")
-      fail(e.span,
-           "an intermediate tensor(...) in a host function is not supported by the host plan yet; "
-           "create it in the chip function instead");
+    if (e.name == "tensor") {
+      // A host intermediate, named after its let like a window.
+      std::string base = let_name.empty() ? "tensor" : let_name;
+      std::string name = base;
+      for (int n = 1; host_tensor_names_.count(name); ++n) name = base + "_" + std::to_string(n);
+      host_tensor_names_.insert(name);
+      ParamInfo info;
+      info.name = name;
+      info.direction = pypto::Direction::kInOut;
+      info.dtype = e.type.dtype;
+      info.shape = e.type.shape;
+      plan_.orch.intermediates.push_back(info);
+      HostValue t;
+      t.kind = HostValue::kBox;
+      t.param = name;
+      t.shape = info.shape;
+      t.offsets.assign(t.shape.size(), 0);
+      return t;
+    }
     return HostValue{};
   }
 
@@ -359,6 +375,7 @@ class HostEvaluator {
   const SourceManager* sources_;
   std::vector<Frame> frames_;
   std::set<std::string> used_windows_;
+  std::set<std::string> host_tensor_names_;  // the entry's tensor parameters and intermediates
   HostPlan plan_;
 };
 

@@ -35,7 +35,8 @@ struct HostPlan {
 // A window is named after the let that binds its window_buffer (a second
 // window of the same name gets a suffix _1, _2, ...). Throws ProgramError
 // naming file:line:col for what the host plan cannot express (an intermediate
-// tensor(...) in a host function, a float scalar argument).
+// float scalar argument). A tensor(...) of the host function becomes a host
+// intermediate of host_orch.json, named after its let.
 HostPlan plan_host(const Function& host, const FunctionTable& table, int64_t world,
                    const SourceManager* sources = nullptr);
 

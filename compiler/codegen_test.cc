@@ -441,6 +441,37 @@ host main(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8], z: out f32[WORLD, 1, 
                                                       "k.b", "k.w"}));
 }
 
+TEST(CodegenBuildTest, HostTensorsBecomeIntermediatesOfTheHostPlan) {
+  auto run = front_end(R"(
+kernel aiv k(a: in f32[1, 8], b: out f32[1, 8]) { store(load(a, [0, 0], [1, 8]), b, [0, 0]) }
+chip c(a: in f32[1, 8], b: out f32[1, 8]) { k(a, b) }
+host step(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8]) {
+  let t = tensor(f32[WORLD, 1, 8])
+  for r in 0 .. WORLD { c(x[r], t[r]) on r }
+  for r in 0 .. WORLD { c(t[r], y[r]) on r }
+}
+host main(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8], t: out f32[WORLD, 1, 8]) {
+  step(x, t)
+  step(t, y)
+}
+)");
+  const fs::path dir = scratch("intermediates");
+  write_build(dir, request_for(run, 2, "t.ptl"), fake_lowering, std::nullopt);
+  const HostOrch orch = HostOrch::load(dir);
+  // Named after their let, clear of the parameter t and of each other.
+  ASSERT_EQ(orch.intermediates.size(), 2u);
+  EXPECT_EQ(orch.intermediates[0].name, "t_1");
+  EXPECT_EQ(orch.intermediates[1].name, "t_2");
+  EXPECT_EQ(orch.intermediates[0].shape, (std::vector<int64_t>{2, 1, 8}));
+  ASSERT_EQ(orch.dispatches.size(), 8u);
+  EXPECT_EQ(orch.dispatches[0].args[1].param, "t_1");
+  EXPECT_EQ(orch.dispatches[1].args[1].offsets, (std::vector<int64_t>{1, 0, 0}));
+  EXPECT_EQ(orch.dispatches[2].args[0].param, "t_1");
+  EXPECT_EQ(orch.dispatches[4].args[0].param, "t");
+  EXPECT_EQ(orch.dispatches[4].args[1].param, "t_2");
+  EXPECT_NO_THROW(DistributedCompiledProgram::from_dir(dir));
+}
+
 TEST(CodegenBuildTest, KernelCannotTakeAWindowNameItUsesForALocal) {
   auto run = front_end(R"(
 kernel aiv k(a: in f32[1, 8], b: out f32[1, 8], w: window f32[1, 8]) {

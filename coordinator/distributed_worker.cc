@@ -57,13 +57,17 @@ zmq::message_t frame_of_tensor(const Tensor& tensor) {
   return zmq::message_t(bytes.data(), bytes.size());
 }
 
-// The box of a host parameter that a dispatch argument names (a view sharing the
-// host tensor's buffer); from_dir checked that the parameter exists.
+// The box of a host parameter or intermediate that a dispatch argument names (a
+// view sharing the host tensor's buffer); from_dir checked that it exists.
 Tensor host_box(const DistributedCompiledProgram& program, const std::vector<Tensor>& args,
-                const HostArg& arg) {
-  size_t p = 0;
-  while (program.params()[p].name != arg.param) ++p;
-  return args[p].slice(arg.offsets, arg.shape);
+                const std::vector<Tensor>& intermediates, const HostArg& arg) {
+  const auto& params = program.params();
+  for (size_t p = 0; p < params.size(); ++p)
+    if (params[p].name == arg.param) return args[p].slice(arg.offsets, arg.shape);
+  const auto& temps = program.host_orch().intermediates;
+  size_t t = 0;
+  while (temps[t].name != arg.param) ++t;
+  return intermediates[t].slice(arg.offsets, arg.shape);
 }
 
 }  // namespace
@@ -98,6 +102,7 @@ struct RunHandle::State {
   const DistributedCompiledProgram* program = nullptr;
   const DistributedWorker::Build* build = nullptr;
   std::vector<Tensor> args;
+  std::vector<Tensor> intermediates;  // host_orch.json's, zero-filled per run
   DistributedRunOptions options;
   size_t pending = 0;
   bool finished = false;
@@ -384,6 +389,8 @@ RunHandle DistributedWorker::submit(const DistributedCompiledProgram& program,
   state->program = &program;
   state->build = &build;
   state->args = std::move(host_args);
+  for (const ParamInfo& t : program.host_orch().intermediates)
+    state->intermediates.push_back(Tensor::empty(t.dtype, t.shape));
   state->options = options;
   state->start = Clock::now();
   const bool has_windows = !build.windows.empty();
@@ -460,7 +467,7 @@ void DistributedWorker::feed(int rank) {
     wire::DispatchArg wire_arg;
     switch (arg.kind) {
       case HostArgKind::kHost: {
-        const Tensor box = host_box(*run.program, run.args, arg);
+        const Tensor box = host_box(*run.program, run.args, run.intermediates, arg);
         wire_arg.kind = wire::DispatchArg::kTensor;
         wire_arg.tensor.name = arg.param;
         wire_arg.tensor.dtype = dtype_name(box.dtype());
@@ -548,7 +555,7 @@ bool DistributedWorker::pump(Clock::time_point deadline) {
       if (arg.kind != HostArgKind::kHost) continue;
       const ArgKind kind = orch->signature.at(i);
       if (kind != ArgKind::kOut && kind != ArgKind::kInOut) continue;
-      Tensor box = host_box(*run.program, run.args, arg);
+      Tensor box = host_box(*run.program, run.args, run.intermediates, arg);
       if (output >= done.outputs.size() || done.outputs[output].nbytes != box.nbytes())
         throw InfraError("rank " + std::to_string(r) + " returned outputs that do not match " +
                          "dispatch d" + std::to_string(item.index) + " of '" + plan.program +
