@@ -1,6 +1,7 @@
 // End to end: compile the example programs with pypto-compile's driver and run
 // the build directories with the real pypto-coord (L3: rank agents under
 // mpirun), validating against the golden data the reference interpreter made.
+// Also the f16/bf16 programs.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -108,6 +109,53 @@ TEST(CodegenE2eTest, InlinedChipCallsIntermediatesAndCubeKernelsValidate) {
   std::string messages;
   ASSERT_EQ(compile(program.string(), build, 2, messages), 0) << messages;
   EXPECT_TRUE(fs::exists(build / "next_levels/1/kernels/aic/mm.cpp"));
+  const SubprocessResult r = coord({"run", build.string(), "--validate"}, work);
+  EXPECT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.output;
+}
+
+// f16/bf16 tiles (the kernels round after every instruction as the interpreter does).
+
+// The column-sharded matmul with f16 operands (f32 accumulation), two ranks.
+TEST(HalfE2eTest, MatmulColshardF16RunsAndValidates) {
+  const fs::path work = scratch("colshard");
+  const fs::path build = work / "build";
+  std::string messages;
+  ASSERT_EQ(compile("matmul_colshard.ptl", build, 2, messages),
+            0)
+      << messages;
+  const SubprocessResult r = coord({"run", build.string(), "--validate"}, work);
+  EXPECT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.output;
+}
+
+// f16 and bf16 elementwise arithmetic, reductions and a scalar operand in an
+// L2 program: the kernel rounds after every instruction as the interpreter does.
+constexpr const char* kHalfProgram = R"(
+const R = 8
+const C = 48
+kernel aiv norm16(x: in f16[R, C], y: out f16[R, C], s: out f16[R, 1]) {
+  let t = load(x, [0, 0], [R, C])
+  let e = exp(sub(mul(t, 0.75), row_max(t)))
+  store(add(div(e, row_sum(e)), 0.125), y, [0, 0])
+  store(row_sum(t), s, [0, 0])
+}
+kernel aiv scale_bf16(x: in bf16[R, C], y: out bf16[R, C]) {
+  let t = load(x, [0, 0], [R, C])
+  store(max(sub(mul(t, t), 1.5), neg(t)), y, [0, 0])
+}
+chip main(a: in f16[2, R, C], b: out f16[2, R, C], s: out f16[2, R, 1],
+          c: in bf16[R, C], d: out bf16[R, C]) {
+  for i in 0 .. 2 { norm16(a[i], b[i], s[i]) }
+  scale_bf16(c, d)
+}
+)";
+
+TEST(HalfE2eTest, HalfArithmeticL2RunsAndValidates) {
+  const fs::path work = scratch("half_l2");
+  const fs::path program = work / "half.ptl";
+  std::ofstream(program) << kHalfProgram;
+  const fs::path build = work / "build";
+  std::string messages;
+  ASSERT_EQ(compile(program.string(), build, std::nullopt, messages), 0) << messages;
   const SubprocessResult r = coord({"run", build.string(), "--validate"}, work);
   EXPECT_EQ(r.exit_code, 0) << r.describe() << "\n" << r.output;
 }

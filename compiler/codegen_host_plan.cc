@@ -333,10 +333,7 @@ class HostEvaluator {
     if (e.name == "window_buffer") {
       HostValue w;
       w.kind = HostValue::kWindow;
-      std::string base = let_name.empty() ? "window" : let_name;
-      std::string name = base;
-      for (int n = 1; used_windows_.count(name); ++n) name = base + "_" + std::to_string(n);
-      used_windows_.insert(name);
+      const std::string name = unique_name(let_name.empty() ? "window" : let_name, used_windows_);
       WindowInfo info;
       info.name = name;
       info.dtype = e.type.dtype;
@@ -350,10 +347,8 @@ class HostEvaluator {
     }
     if (e.name == "tensor") {
       // A host intermediate, named after its let like a window.
-      std::string base = let_name.empty() ? "tensor" : let_name;
-      std::string name = base;
-      for (int n = 1; host_tensor_names_.count(name); ++n) name = base + "_" + std::to_string(n);
-      host_tensor_names_.insert(name);
+      const std::string name =
+          unique_name(let_name.empty() ? "tensor" : let_name, host_tensor_names_);
       ParamInfo info;
       info.name = name;
       info.direction = pypto::Direction::kInOut;
@@ -368,6 +363,14 @@ class HostEvaluator {
       return t;
     }
     return HostValue{};
+  }
+
+  // `base`, or base_1, base_2, ... when taken; recorded as taken.
+  static std::string unique_name(const std::string& base, std::set<std::string>& taken) {
+    std::string name = base;
+    for (int n = 1; taken.count(name); ++n) name = base + "_" + std::to_string(n);
+    taken.insert(name);
+    return name;
   }
 
   const FunctionTable& table_;
