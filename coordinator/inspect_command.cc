@@ -101,6 +101,7 @@ json describe_build_dir(const fs::path& dir) {
   d["world_size"] = program.world_size();
   d["device_ids"] = program.device_ids();
   d["params"] = params_to_json(program.params());
+  d["intermediates"] = params_to_json(program.host_orch().intermediates);
   d["golden"] = golden_json(program.golden());
   d["windows"] = json::array();
   for (const auto& w : program.host_orch().windows)
@@ -137,6 +138,12 @@ std::string format_description(const json& d) {
     out << "    " << p["name"].get<std::string>() << ": " << p["direction"].get<std::string>()
         << " " << p["dtype"].get<std::string>() << shape_text(p["shape"].get<std::vector<int64_t>>())
         << "\n";
+  if (d.contains("intermediates") && !d["intermediates"].empty()) {
+    out << "  host intermediates (zeroed per run)\n";
+    for (const auto& t : d["intermediates"])
+      out << "    " << t["name"].get<std::string>() << ": " << t["dtype"].get<std::string>()
+          << shape_text(t["shape"].get<std::vector<int64_t>>()) << "\n";
+  }
   if (d["golden"].is_null()) {
     out << "  golden       none (runs need --input for every input; --validate is unavailable)\n";
   } else {

@@ -54,6 +54,16 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(info.param));
     });
 
+TEST(ExampleL2Test, InspectListsTheHostIntermediatesOfTpLinear) {
+  const fs::path dir = scratch_dir("example_inspect_tp_linear");
+  CoordResult c = compile("tp_linear.ptl", dir, 2);
+  ASSERT_EQ(c.exit_code, 0) << c.all();
+  CoordResult r = coord({"inspect", dir.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "  host intermediates (zeroed per run)\n    y_shard: f32[2, 64, 32]\n"))
+      << r.out;
+}
+
 TEST(ExampleL2Test, SoftmaxOnOneChipCompilesRunsAndValidates) {
   const fs::path dir = scratch_dir("example_softmax");
   CoordResult c = compile("softmax.ptl", dir);
