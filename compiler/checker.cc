@@ -11,10 +11,13 @@ namespace {
 
 constexpr const char* kWorld = "WORLD";
 
-// Collectives the shipped library will define in .ptl; calling one that is not
-// imported gets a hint instead of a bare "undefined".
-constexpr const char* kLibraryCollectives[] = {"allreduce", "allgather",  "reduce_scatter",
-                                               "broadcast", "all_to_all", "barrier"};
+// The host functions of compiler/lib/collectives.ptl (and the generic name
+// of the allreduce family): calling one that is not imported gets a hint
+// instead of a bare "undefined".
+constexpr const char* kLibraryCollectives[] = {
+    "allreduce_sum",      "allreduce_max",      "allreduce_min",  "allreduce_ring_sum",
+    "allreduce_ring_max", "allreduce_ring_min", "allgather",      "allgather_cols",
+    "reduce_scatter",     "broadcast",          "all_to_all",     "barrier"};
 
 std::string plural(size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -672,11 +675,16 @@ Type Checker::check_call(Expr& e, bool statement, bool dispatched) {
     for (ExprPtr& a : e.args)
       if (a) check_expr(*a);
     error(e.name_span, "call to undefined function '" + e.name + "'");
+    if (e.name == "allreduce") {
+      note(e.name_span,
+           "the collectives library has allreduce_sum, allreduce_max and allreduce_min (and "
+           "allreduce_ring_* over a ring); add 'import \"collectives.ptl\"'");
+    }
     for (const char* c : kLibraryCollectives)
       if (e.name == c)
         note(e.name_span, "'" + e.name +
-                              "' is a library collective; import the library file "
-                              "that defines it");
+                              "' is a collective of the library shipped with the compiler; add "
+                              "'import \"collectives.ptl\"'");
     return Type::error();
   }
   Type t = check_user_call(e, *it->second, dispatched);

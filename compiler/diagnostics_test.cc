@@ -559,9 +559,19 @@ chip main() { frobnicate(1) }
      R"diag(t.ptl:1:30: error: call to undefined function 'allreduce'
 host main(x: inout f32[4]) { allreduce(x) }
                              ^~~~~~~~~
-t.ptl:1:30: note: 'allreduce' is a library collective; import the library file that defines it
+t.ptl:1:30: note: the collectives library has allreduce_sum, allreduce_max and allreduce_min (and allreduce_ring_* over a ring); add 'import "collectives.ptl"'
 host main(x: inout f32[4]) { allreduce(x) }
                              ^~~~~~~~~
+)diag"},
+    {"UndefinedLibraryCollective",
+     R"ptl(host main(x: inout f32[WORLD, 4]) { all_to_all(x, x) })ptl",
+     2, Arch::kA2A3,
+     R"diag(t.ptl:1:37: error: call to undefined function 'all_to_all'
+host main(x: inout f32[WORLD, 4]) { all_to_all(x, x) }
+                                    ^~~~~~~~~~
+t.ptl:1:37: note: 'all_to_all' is a collective of the library shipped with the compiler; add 'import "collectives.ptl"'
+host main(x: inout f32[WORLD, 4]) { all_to_all(x, x) }
+                                    ^~~~~~~~~~
 )diag"},
     {"CallReturnsNothing",
      R"ptl(chip c() {}
