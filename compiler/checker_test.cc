@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "compiler/test_util.h"
 
@@ -13,12 +11,7 @@ namespace {
 using testing::diagnose;
 using testing::run_front_end;
 
-std::string testdata(const std::string& name) {
-  std::ifstream in(std::string(PYPTO_COMPILER_TESTDATA) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string testdata(const std::string& name) { return testing::read_testdata(name); }
 
 TEST(CheckerTest, IssueSketchChecksCleanAtWorld2And8) {
   for (int64_t world : {2, 8}) {

@@ -96,8 +96,10 @@ ChipFiles generate_chip(const std::vector<const Function*>& chips, const Functio
   return out;
 }
 
-// Kernels find their windows by name (compiler/kernel_lowering.h): the host
-// window bound to a kernel's window parameter must carry that parameter's name.
+// Kernels find their windows by name (compiler/kernel_lowering.h), so the
+// host window bound to a kernel's window parameter must carry that
+// parameter's name. specialize_windows made it so; this checks its work
+// against the orchestration generator's own resolution of window arguments.
 void check_window_names(const HostPlan& plan, const ChipFiles& chip, const BuildRequest& request) {
   for (const PlannedDispatch& d : plan.dispatches) {
     auto uses = chip.uses_by_chip.find(d.chip->name);
@@ -106,12 +108,10 @@ void check_window_names(const HostPlan& plan, const ChipFiles& chip, const Build
       auto bound = d.windows.find(use.chip_param);
       if (bound == d.windows.end() || bound->second == use.kernel_param) continue;
       codegen_error(request.sources, d.span,
-                    "kernel '" + use.kernel->name + "' finds its window parameter '" +
-                        use.kernel_param +
-                        "' by name at run time, but this dispatch binds it "
-                        "to the window buffer '" +
-                        bound->second + "'; bind the window_buffer with `let " + use.kernel_param +
-                        " = window_buffer(...)` (window buffers are named after their let)");
+                    "internal error: after window specialization kernel '" + use.kernel->name +
+                        "' still finds its window parameter '" + use.kernel_param +
+                        "' by name, but this dispatch binds it to the window buffer '" +
+                        bound->second + "'; please report this with the program");
     }
   }
 }

@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "artifact/build_kind.h"
 #include "artifact/compiled_program.h"
@@ -32,16 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string testdata(const std::string& name) {
-  return slurp(fs::path(PYPTO_COMPILER_TESTDATA) / name);
-}
+std::string testdata(const std::string& name) { return testing::read_testdata(name); }
 
 // Checks a program given as text; fails the test on diagnostics.
 testing::FrontEndRun front_end(const std::string& text, int64_t world = 2) {
@@ -67,7 +57,7 @@ void expect_golden(const std::string& name, const std::string& actual) {
     std::ofstream(path, std::ios::binary) << actual;
     return;
   }
-  EXPECT_EQ(actual, slurp(path)) << "generated text differs from " << path
+  EXPECT_EQ(actual, testing::read_text(path)) << "generated text differs from " << path
                                  << " (PYPTO_UPDATE_GOLDEN=1 rewrites it)";
 }
 
@@ -326,9 +316,9 @@ TEST(CodegenBuildTest, SoftmaxL2LoadsWithCompiledProgram) {
   EXPECT_EQ(p.golden()->outputs, (std::vector<std::string>{"y"}));
   EXPECT_EQ(p.golden()->rtol, 1e-5);
   EXPECT_EQ(p.golden()->seed, 7);
-  EXPECT_EQ(slurp(dir / "ptoas/softmax_rows.cpp"),
+  EXPECT_EQ(testing::read_text(dir / "ptoas/softmax_rows.cpp"),
             ptoas_body(fake_lowering(function(*run.program, "softmax_rows"))));
-  EXPECT_EQ(slurp(dir / "debug/run"), kDebugRunScript);
+  EXPECT_EQ(testing::read_text(dir / "debug/run"), kDebugRunScript);
   EXPECT_TRUE((fs::status(dir / "debug/run").permissions() & fs::perms::owner_exec) !=
               fs::perms::none);
   // The ptoas listing is not newer than its C++ (a fresh build is not an edited one).
@@ -338,7 +328,7 @@ TEST(CodegenBuildTest, SoftmaxL2LoadsWithCompiledProgram) {
 
 TEST(CodegenBuildTest, DebugRunIsTheFixturesScript) {
   EXPECT_EQ(std::string(kDebugRunScript),
-            slurp(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures/l3/allreduce_w2/debug/run"));
+            testing::read_text(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures/l3/allreduce_w2/debug/run"));
 }
 
 TEST(CodegenBuildTest, ReduceL3LoadsWithDistributedCompiledProgram) {
@@ -360,8 +350,8 @@ TEST(CodegenBuildTest, ReduceL3LoadsWithDistributedCompiledProgram) {
                                           "ptoas/reduce_step.cpp"};
   for (int r = 1; r < 4; ++r)
     for (const std::string& f : files)
-      EXPECT_EQ(slurp(dir / "next_levels" / std::to_string(r) / f),
-                slurp(dir / "next_levels/0" / f))
+      EXPECT_EQ(testing::read_text(dir / "next_levels" / std::to_string(r) / f),
+                testing::read_text(dir / "next_levels/0" / f))
           << f << " of rank " << r;
   for (int r = 0; r < 4; ++r) {
     EXPECT_FALSE(fs::exists(dir / "next_levels" / std::to_string(r) / "golden"));

@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "compiler/reference_interpreter.h"
 #include "compiler/test_util.h"
@@ -16,12 +14,7 @@
 namespace pypto::compiler {
 namespace {
 
-std::string library_text() {
-  std::ifstream in(std::string(PYPTO_COMPILER_LIB) + "/collectives.ptl");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string library_text() { return testing::read_library("collectives.ptl"); }
 
 const char* const kProgram = R"(import "collectives.ptl"
 const R = 2

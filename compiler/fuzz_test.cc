@@ -4,9 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,12 +13,7 @@
 namespace pypto::compiler {
 namespace {
 
-std::string testdata(const std::string& name) {
-  std::ifstream in(std::string(PYPTO_COMPILER_TESTDATA) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string testdata(const std::string& name) { return testing::read_testdata(name); }
 
 // Runs the whole front end; only diagnostics may come out. Then checks the
 // partial tree the parser recovered even after syntax errors (the command does
@@ -57,10 +50,7 @@ int scale() {
 
 // The collectives library with a main that instantiates its generic functions.
 std::string library_program() {
-  std::ifstream in(std::string(PYPTO_COMPILER_LIB) + "/collectives.ptl");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str() +
+  return testing::read_library("collectives.ptl") +
          "\nhost main(x: inout f32[WORLD, 4, 16], z: inout f32[WORLD, 2 * WORLD, 16],\n"
          "          y: out f32[WORLD, 2 * WORLD, 16]) {\n"
          "  allreduce_sum(x)\n  allreduce_ring_max(z)\n  all_to_all(z, y)\n"

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/codegen_util.h"
 #include "compiler/pto_printer.h"
 
 namespace pypto::compiler::pto {
@@ -31,30 +32,6 @@ const char* ctype(DType d) {
     default:
       return "void";
   }
-}
-
-const char* abi_dtype(DType d) {
-  switch (d) {
-    case DType::kF32:
-      return "PYPTO_F32";
-    case DType::kF16:
-      return "PYPTO_F16";
-    case DType::kBF16:
-      return "PYPTO_BF16";
-    case DType::kI8:
-      return "PYPTO_I8";
-    case DType::kI16:
-      return "PYPTO_I16";
-    case DType::kI32:
-      return "PYPTO_I32";
-    case DType::kI64:
-      return "PYPTO_I64";
-    case DType::kU8:
-      return "PYPTO_U8";
-    case DType::kBool:
-      return "PYPTO_BOOL";
-  }
-  return "PYPTO_F32";
 }
 
 std::string int_literal(int64_t v) {
@@ -100,7 +77,7 @@ class Emitter {
         shape += (i ? ", " : "") + int_literal(p.shape[i]);
       line(1, "static const int64_t shape_" + p.name + "[] = {" + shape + "};");
       line(1, "pypto_tensor " + v + ";");
-      const std::string dt = abi_dtype(p.dtype);
+      const std::string dt = abi_dtype_name(p.dtype);
       const std::string nd = std::to_string(p.shape.size());
       if (p.kind == ParamKind::kTensor) {
         line(1, "if (!k.tensor(" + std::to_string(tensor_index) + ", \"" + p.name + "\", " + dt +

@@ -17,13 +17,6 @@
 
 namespace pypto::compiler::testing {
 
-inline std::string read_testdata(const std::string& name) {
-  std::ifstream in(std::string(PYPTO_COMPILER_TESTDATA) + "/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 inline const Function* find_function(const Program& program, const std::string& name) {
   for (const Module& m : program.modules)
     for (const Function& f : m.functions)

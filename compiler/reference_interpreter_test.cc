@@ -5,25 +5,19 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <memory>
-#include <sstream>
 
 #include "common/error.h"
 #include "compiler/checker.h"
 #include "compiler/interp_values.h"
 #include "compiler/loader.h"
+#include "compiler/test_util.h"
 
 namespace pypto::compiler {
 namespace {
 
-std::string testdata(const std::string& name) {
-  std::ifstream in(std::string(PYPTO_COMPILER_TESTDATA) + "/" + name);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string testdata(const std::string& name) { return compiler::testing::read_testdata(name); }
 
 // A checked program together with its sources (so run-time errors carry file:line:col).
 struct Checked {

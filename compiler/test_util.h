@@ -1,9 +1,11 @@
 // Helpers shared by the compiler's tests: run the front end on in-memory files.
 #pragma once
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "compiler/checker.h"
@@ -11,6 +13,23 @@
 #include "compiler/source.h"
 
 namespace pypto::compiler::testing {
+
+// The whole text of a file (empty when it cannot be read: the test's
+// assertions then fail on the content).
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// compiler/testdata/<name>, and compiler/lib/<name> (the shipped .ptl library).
+inline std::string read_testdata(const std::string& name) {
+  return read_text(std::string(PYPTO_COMPILER_TESTDATA) + "/" + name);
+}
+inline std::string read_library(const std::string& name) {
+  return read_text(std::string(PYPTO_COMPILER_LIB) + "/" + name);
+}
 
 struct FrontEndRun {
   std::string diagnostics;  // rendered, as the command prints them
