@@ -462,6 +462,35 @@ host main(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8], t: out f32[WORLD, 1, 
   EXPECT_NO_THROW(DistributedCompiledProgram::from_dir(dir));
 }
 
+TEST(CodegenBuildTest, KernelWindowParametersMayTradeNames) {
+  // x is bound to window y and y to window x: the copy must swap them, not
+  // rename both to one name.
+  auto run = front_end(R"(
+kernel aiv k(a: in f32[1, 8], x: window f32[1, 8], y: window f32[1, 8]) {
+  store(load(a, [0, 0], [1, 8]), x, [0, 0])
+}
+chip c(a: in f32[1, 8], x: window f32[1, 8], y: window f32[1, 8]) { k(a, y, x) }
+host main(a: in f32[WORLD, 1, 8]) {
+  let x = window_buffer(f32[1, 8])
+  let y = window_buffer(f32[1, 8])
+  for r in 0 .. WORLD { c(a[r], x, y) on r }
+}
+)");
+  std::vector<std::string> lowered;
+  auto lowering = [&](const Function& k) {
+    std::string params;
+    for (const Param& p : k.params) params += p.name + " ";
+    lowered.push_back(k.name + ": " + params + dump(*k.body[0]));
+    return fake_lowering(k);
+  };
+  write_build(scratch("winswap"), request_for(run, 2, "t.ptl"), lowering, std::nullopt);
+  ASSERT_EQ(lowered.size(), 1u);
+  // Parameter 2 (bound to window y) is now named y, and the store still goes to it.
+  EXPECT_EQ(lowered[0].substr(0, lowered[0].find('(')), "k_w1: a y x ");
+  EXPECT_EQ(lowered[0].substr(lowered[0].find('(')),
+            "(call store (call load a (list 0 0) (list 1 8)) y (list 0 0))");
+}
+
 TEST(CodegenBuildTest, KernelCannotTakeAWindowNameItUsesForALocal) {
   auto run = front_end(R"(
 kernel aiv k(a: in f32[1, 8], b: out f32[1, 8], w: window f32[1, 8]) {

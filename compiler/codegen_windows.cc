@@ -67,7 +67,9 @@ class Specializer {
                     "kernel '" + kernel.name +
                         "' is called with one window for two of its window parameters; kernels "
                         "find windows by name, so each parameter needs a window of its own");
-    for (Param& p : copy.params) {
+    // All renames at once: parameters may trade names (x -> y, y -> x).
+    Binding renames;
+    for (const Param& p : copy.params) {
       auto bound = binding.find(p.name);
       if (p.kind != ParamKind::kWindow || bound == binding.end() || bound->second == p.name)
         continue;
@@ -80,11 +82,14 @@ class Specializer {
                           "' by name at run time, and this call binds it to window '" + to +
                           "', but '" + to + "' already names something else in '" + kernel.name +
                           "'; rename that");
-      for_each_expr(copy.body, [&](Expr& e) {
-        if (e.kind == ExprKind::kName && e.name == p.name) e.name = to;
-      });
-      p.name = to;
+      renames[p.name] = to;
     }
+    for (Param& p : copy.params)
+      if (renames.count(p.name)) p.name = renames[p.name];
+    for_each_expr(copy.body, [&](Expr& e) {
+      auto to = e.kind == ExprKind::kName ? renames.find(e.name) : renames.end();
+      if (to != renames.end()) e.name = to->second;
+    });
     return store(std::move(copy));
   }
 
