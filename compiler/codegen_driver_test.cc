@@ -231,7 +231,7 @@ TEST(CodegenDriverTest, DeviceIdsSetTheWorldAndTheDistributedMeta) {
   a.device_ids = {1, 1};
   bad = run(a);
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("1 appears twice"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("--device-ids lists device 1 twice"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <utility>
 
+#include "artifact/distributed_compiled_program.h"
 #include "common/error.h"
 #include "common/npy.h"
 #include "common/run_config.h"
@@ -119,20 +119,17 @@ int run_compile(const CompileArgs& given, std::ostream& out, std::ostream& err) 
     return static_cast<int>(ExitCode::kUsage);
   }
   if (!args.device_ids.empty()) {
-    std::set<int64_t> seen;
-    for (int64_t id : args.device_ids) {
-      if (id < 0 || !seen.insert(id).second) {
-        err << "pypto-compile: error: --device-ids needs distinct device ids >= 0, one per "
-               "rank; "
-            << id << (id < 0 ? " is negative" : " appears twice") << "\n";
-        return static_cast<int>(ExitCode::kUsage);
-      }
-    }
     const auto count = static_cast<int64_t>(args.device_ids.size());
     if (args.world && *args.world != count) {
       err << "pypto-compile: error: --world " << *args.world << " but --device-ids lists " << count
           << " device(s); give one id per rank, or leave --world out (it defaults to their "
              "count)\n";
+      return static_cast<int>(ExitCode::kUsage);
+    }
+    try {
+      check_device_ids_override(args.device_ids, count);  // distinct ids >= 0, as pypto-coord's
+    } catch (const UsageError& e) {
+      err << "pypto-compile: error: " << e.what() << "\n";
       return static_cast<int>(ExitCode::kUsage);
     }
     args.world = count;
