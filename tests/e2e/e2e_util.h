@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "artifact/splice.h"
 #include "common/npy.h"
 #include "common/subprocess.h"
 #include "common/tensor.h"
@@ -46,6 +47,15 @@ inline std::string slurp(const fs::path& path) {
 
 inline void spit(const fs::path& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+// The generated body of a kernel source: the text between its sentinel lines.
+inline std::string generated_body(const std::string& kernel_source) {
+  const std::string begin = std::string(kPtoasBeginSentinel) + "\n";
+  const size_t b = kernel_source.find(begin);
+  const size_t e = kernel_source.find(kKernelEntrySentinel);
+  if (b == std::string::npos || e == std::string::npos || e < b) return "<no sentinels>";
+  return kernel_source.substr(b + begin.size(), e - b - begin.size());
 }
 
 // A fresh scratch directory under the test temp dir.
@@ -82,6 +92,15 @@ inline CoordResult run_split(const std::vector<std::string>& argv,
   if (r.timed_out || r.term_signal) result.err += "\n(" + r.describe() + ")";
   fs::remove(err_file);
   return result;
+}
+
+// The examples/ programs, and `pypto-compile PROGRAM -o OUT [--world N]`.
+inline const fs::path kExamples = fs::path(PYPTO_SOURCE_DIR) / "examples";
+inline CoordResult pypto_compile(const fs::path& program, const fs::path& out,
+                                 std::optional<int> world = std::nullopt) {
+  std::vector<std::string> argv{PYPTO_COMPILE_BIN, program.string(), "-o", out.string()};
+  if (world) argv.insert(argv.end(), {"--world", std::to_string(*world)});
+  return run_split(argv);
 }
 
 inline CoordResult coord(const std::vector<std::string>& args,

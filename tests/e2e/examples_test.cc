@@ -9,18 +9,9 @@
 namespace pypto::e2e {
 namespace {
 
-const fs::path kCompileBin = PYPTO_COMPILE_BIN;
-const fs::path kExamples = fs::path(PYPTO_SOURCE_DIR) / "examples";
-
 CoordResult compile(const std::string& example, const fs::path& out,
                     std::optional<int> world = std::nullopt) {
-  std::vector<std::string> argv{kCompileBin.string(), (kExamples / example).string(), "-o",
-                                out.string()};
-  if (world) {
-    argv.push_back("--world");
-    argv.push_back(std::to_string(*world));
-  }
-  return run_split(argv);
+  return pypto_compile(kExamples / example, out, world);
 }
 
 class ExampleTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {};

@@ -25,14 +25,6 @@ std::string ptoas_output(const fs::path& pto, const fs::path& scratch) {
   return slurp(scratch / "out.cpp");
 }
 
-std::string between_sentinels(const std::string& text) {
-  const std::string begin = "// --- ptoas-generated code ---\n";
-  const size_t b = text.find(begin);
-  const size_t e = text.find("// --- Kernel entry point ---\n");
-  if (b == std::string::npos || e == std::string::npos || e < b) return "<no sentinels>";
-  return text.substr(b + begin.size(), e - b - begin.size());
-}
-
 TEST(FixturePtoTest, EveryListingIsRealAndItsBodyIsPtoasOutput) {
   const fs::path scratch = scratch_dir("fixture_pto");
   int listings = 0, kernels = 0;
@@ -58,7 +50,7 @@ TEST(FixturePtoTest, EveryListingIsRealAndItsBodyIsPtoasOutput) {
       const fs::path kernel = build / "kernels" / core / cpp.filename();
       if (!fs::exists(kernel)) continue;
       ++kernels;
-      EXPECT_EQ(between_sentinels(slurp(kernel)), body)
+      EXPECT_EQ(generated_body(slurp(kernel)), body)
           << kernel << " does not carry pypto-ptoas's output; " << kRegenerate;
     }
   }

@@ -13,15 +13,11 @@
 namespace pypto::e2e {
 namespace {
 
-const fs::path kCompileBin = PYPTO_COMPILE_BIN;
 const fs::path kPtoasBin = PYPTO_PTOAS_BIN;
-const fs::path kExamples = fs::path(PYPTO_SOURCE_DIR) / "examples";
 
 // pypto-compile PROGRAM -o OUT [--world N]; fails the test on an error.
-void compile(const fs::path& program, const fs::path& out, int world = 0) {
-  std::vector<std::string> argv{kCompileBin.string(), program.string(), "-o", out.string()};
-  if (world > 0) argv.insert(argv.end(), {"--world", std::to_string(world)});
-  const CoordResult r = run_split(argv);
+void compile(const fs::path& program, const fs::path& out, std::optional<int> world = {}) {
+  const CoordResult r = pypto_compile(program, out, world);
   ASSERT_EQ(r.exit_code, 0) << r.all();
 }
 
@@ -50,14 +46,7 @@ void hand_edit(const fs::path& pto, const std::string& from, const std::string& 
 }
 
 // The generated body between the sentinels of a kernel source.
-std::string spliced_body(const fs::path& kernel) {
-  const std::string text = slurp(kernel);
-  const std::string begin = "// --- ptoas-generated code ---\n";
-  const size_t b = text.find(begin);
-  const size_t e = text.find("// --- Kernel entry point ---");
-  if (b == std::string::npos || e == std::string::npos || e < b) return "<no sentinels>";
-  return text.substr(b + begin.size(), e - b - begin.size());
-}
+std::string spliced_body(const fs::path& kernel) { return generated_body(slurp(kernel)); }
 
 struct Tolerance {
   double rtol = 1e-6, atol = 1e-6;
