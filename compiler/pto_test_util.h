@@ -17,6 +17,20 @@
 
 namespace pypto::compiler::testing {
 
+// A kernel with scalar parameters, control flow and views (lowered by
+// lower_kernel_test, run by pto_emit_cpp_test).
+inline constexpr const char* kScaleProgram =
+    "kernel aiv scale(x: in f32[4, 8, 16], y: out f32[8, 16], alpha: f32, n: i32) {\n"
+    "  let i = rank() % 4\n"
+    "  let s = alpha\n"
+    "  if n > 2 && !(i == 1) { s = s * 2.0 } else if n < 0 { s = 1 } else { s = -s }\n"
+    "  for r in 0 .. 8 step 2 {\n"
+    "    let t = load(x[i], [r, 0], [2, 16])\n"
+    "    store(max(mul(t, s), 0.0), view(y, [r, 0], [2, 16]), [0, 0])\n"
+    "  }\n"
+    "}\n"
+    "chip main(x: in f32[4, 8, 16], y: out f32[8, 16]) { scale(x, y, 0.5, 3) }\n";
+
 inline const Function* find_function(const Program& program, const std::string& name) {
   for (const Module& m : program.modules)
     for (const Function& f : m.functions)
