@@ -40,8 +40,11 @@ int W() { return g_session->world(); }
 // Generous: a deadline that fires in a passing test would be a flake.
 constexpr milliseconds kTimeout{20'000};
 
+// The path of a window over the whole world: shm only when every rank shares
+// a node (the job runs across simulated hosts too, tests/multihost/).
 CommPath expected_path() {
-  return comm_mode_from_env() == CommMode::kRma ? CommPath::kRma : CommPath::kShm;
+  return comm_mode_from_env() == CommMode::kRma || session().spans_nodes() ? CommPath::kRma
+                                                                             : CommPath::kShm;
 }
 
 // A pypto_kernel_ctx as a chip runtime would hand it to a kernel.
@@ -94,7 +97,10 @@ class FakeKernel {
 TEST(MpiSession, ReportsThreadLevelAndNode) {
   EXPECT_GE(W(), 2);
   EXPECT_FALSE(session().host().empty());
-  EXPECT_EQ(session().node_size(), W());  // mpirun on one machine
+  if (session().spans_nodes())
+    EXPECT_LT(session().node_size(), W());
+  else
+    EXPECT_EQ(session().node_size(), W());
   EXPECT_THAT(session().thread_level_note(),
               HasSubstr(thread_level_name(session().provided_thread_level())));
   if (R() == 0)
@@ -121,6 +127,23 @@ TEST(WindowSet, LayoutAndPath) {
   if (R() == 0)
     std::printf("[rank 0] path %s, memory model %s\n", comm_path_name(ws.path(0)),
                 ws.memory_model(0) == MPI_WIN_UNIFIED ? "unified" : "separate");
+}
+
+// A window whose members all share a node keeps shared memory even when the
+// job spans nodes (docs/windows.md "Across nodes").
+TEST(WindowSet, WindowWithinANodeKeepsSharedMemory) {
+  const int me = R();
+  int leader = 0;  // the lowest world rank of this rank's node
+  ASSERT_EQ(MPI_Allreduce(&me, &leader, 1, MPI_INT, MPI_MIN, session().node_comm()),
+            MPI_SUCCESS);
+  std::vector<int> leaders(static_cast<size_t>(W()));
+  ASSERT_EQ(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, session().world_comm()),
+            MPI_SUCCESS);
+  std::vector<int> node_of_rank0;  // every rank on rank 0's node
+  for (int r = 0; r < W(); ++r)
+    if (leaders[static_cast<size_t>(r)] == leaders[0]) node_of_rank0.push_back(r);
+  WindowSet ws(session(), {{"local", 64, DType::kI32, node_of_rank0}});
+  EXPECT_EQ(ws.path(0), comm_mode_from_env() == CommMode::kRma ? CommPath::kRma : CommPath::kShm);
 }
 
 TEST(WindowSet, MismatchedSpecsFailOnEveryRank) {
@@ -448,7 +471,7 @@ TEST(Comm, BoundsAndArgumentErrors) {
     int32_t got = 0;
     std::memcpy(&got, static_cast<const char*>(k.ctx.windows[tail_id].local) + 8, 4);
     EXPECT_EQ(got, 100 + prev);
-    EXPECT_EQ(api->peer_pointer(c, tail_id, next) != nullptr, expected_path() == CommPath::kShm)
+    EXPECT_EQ(api->peer_pointer(c, tail_id, next) != nullptr, ws.path(tail_id) == CommPath::kShm)
         << k.errors();
   }
   // No state: an L3 kernel context missing its comm_state.

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "rank_agent/one_sided_env.h"
 
 namespace pypto::rank {
 
@@ -77,6 +78,10 @@ MpiSession::MpiSession(const Options& options) {
   } else {
     // MPI_Init_thread reports failure through MPI_ERRORS_ARE_FATAL (no
     // communicator exists yet to carry another handler); a return is a bug.
+    const OneSidedChoice one_sided = choose_one_sided_component();
+    spans_nodes_ = one_sided.spans_nodes;
+    one_sided_note_ = one_sided.note;
+    log::debug("MPI one-sided: {}", one_sided.note);
     int argc = 0;
     char** argv = nullptr;
     check_mpi(MPI_Init_thread(&argc, &argv, options.required_thread_level, &provided_),

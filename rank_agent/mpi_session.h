@@ -56,6 +56,11 @@ class MpiSession {
   bool thread_multiple() const { return provided_ >= MPI_THREAD_MULTIPLE; }
   // One sentence: the level asked, the level granted and what that limits.
   const std::string& thread_level_note() const { return thread_note_; }
+  // Whether the job has ranks on several nodes (as Open MPI's launcher said
+  // before MPI_Init), and which one-sided components that chose
+  // (rank_agent/one_sided_env.h).
+  bool spans_nodes() const { return spans_nodes_; }
+  const std::string& one_sided_note() const { return one_sided_note_; }
 
   // Held around every MPI call a core thread makes. With MPI_THREAD_MULTIPLE
   // it is a no-op (empty lock); below that it serializes the calls of this
@@ -73,6 +78,8 @@ class MpiSession {
   int node_size_ = 1;
   std::string host_;
   std::string thread_note_;
+  bool spans_nodes_ = false;
+  std::string one_sided_note_;
   MPI_Comm world_comm_ = MPI_COMM_NULL;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   mutable std::mutex mu_;

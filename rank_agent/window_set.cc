@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/rank_list.h"
 #include "rank_agent/atomics.h"
 #include "rank_agent/backoff.h"
 
@@ -53,20 +54,6 @@ std::string seconds(std::chrono::milliseconds ms) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f s", static_cast<double>(ms.count()) / 1000.0);
   return text;
-}
-
-// "0-3, 5" for a sorted rank list.
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
 }
 
 uint64_t fnv1a(uint64_t hash, const void* data, size_t bytes) {
@@ -260,6 +247,37 @@ WindowSet::WindowSet(const MpiSession& session, std::vector<WindowSpec> specs,
   }
   // No peer may store into a copy before its owner has zeroed it.
   collective_barrier("window creation");
+  if (has_rma_) start_progress();
+}
+
+// Where the transport has no network atomics or RDMA (Open MPI osc/ucx over
+// TCP, osc/pt2pt), a peer's put, accumulate or flush to this rank completes
+// only when this rank's MPI progress engine runs. The core threads run it in
+// every wait and barrier poll, but a rank that is computing, or idle between
+// dispatches, would leave the peer blocked in MPI_Win_flush (a run across
+// hosts hung exactly so). This thread probes at a fixed, short interval; it
+// sleeps in between, so oversubscribed ranks lose little CPU to it.
+void WindowSet::start_progress() {
+  progress_ = std::thread([this] {
+    constexpr std::chrono::microseconds kProgressInterval{500};
+    std::unique_lock<std::mutex> lock(progress_mu_);
+    while (!progress_cv_.wait_for(lock, kProgressInterval, [this] { return progress_stop_; })) {
+      auto mpi = session_.lock();
+      int pending = 0;
+      // A failure here surfaces in the next comm call of a core thread.
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, barrier_comm_, &pending, MPI_STATUS_IGNORE);
+    }
+  });
+}
+
+void WindowSet::stop_progress() {
+  if (!progress_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(progress_mu_);
+    progress_stop_ = true;
+  }
+  progress_cv_.notify_all();
+  progress_.join();
 }
 
 void WindowSet::allocate_shared(Window& w) {
@@ -320,14 +338,26 @@ void WindowSet::allocate_rma(Window& w) {
   void* base = nullptr;
   const int rc = MPI_Win_allocate(size, 1, info, w.comm, &base, &w.win);
   MPI_Info_free(&info);
-  if (rc != MPI_SUCCESS && session_.thread_multiple())
-    // Open MPI 4.x picks osc/pt2pt for RMA over TCP, and that component
-    // refuses MPI_THREAD_MULTIPLE; say how to get past it.
+  if (rc != MPI_SUCCESS) {
+    // Open MPI 4.1 over TCP between nodes: osc/rdma cannot make the window and
+    // osc/pt2pt refuses MPI_THREAD_MULTIPLE; rank_agent/one_sided_env.h picks
+    // osc/ucx unless the user set OMPI_MCA_osc. Say what to set.
+    const char* osc = std::getenv("OMPI_MCA_osc");
+    std::string advice;
+    if (osc != nullptr && *osc != '\0')
+      advice = std::string(". OMPI_MCA_osc=") + osc +
+               " is set: unset it (across nodes the agents then use osc/ucx), or, with "
+               "osc/pt2pt, also set PYPTO_MPI_THREAD=serialized (pt2pt refuses "
+               "MPI_THREAD_MULTIPLE)";
+    else if (session_.spans_nodes())
+      advice = ". Across nodes the agents ask Open MPI for osc/ucx (UCX over TCP); if this "
+               "Open MPI has no UCX, set OMPI_MCA_osc=pt2pt and PYPTO_MPI_THREAD=serialized";
+    else
+      advice = ". If MPI printed that its one-sided component does not support "
+               "MPI_THREAD_MULTIPLE, run with PYPTO_MPI_THREAD=serialized";
     throw InfraError("MPI_Win_allocate(window '" + w.spec.name + "', " +
-                     std::to_string(w.spec.bytes) + " bytes): " + mpi_error_string(rc) +
-                     ". If MPI printed that its one-sided component (Open MPI osc/pt2pt) does "
-                     "not support MPI_THREAD_MULTIPLE, run with PYPTO_MPI_THREAD=serialized, or "
-                     "pick another component (OMPI_MCA_osc=rdma)");
+                     std::to_string(w.spec.bytes) + " bytes): " + mpi_error_string(rc) + advice);
+  }
   check_mpi(rc, "MPI_Win_allocate(window '" + w.spec.name + "', " + std::to_string(w.spec.bytes) +
                     " bytes)");
   MPI_Win_set_errhandler(w.win, MPI_ERRORS_RETURN);
@@ -348,6 +378,7 @@ void WindowSet::zero(Window& w) {
 }
 
 WindowSet::~WindowSet() {
+  stop_progress();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;  // too late to free anything; the OS reclaims it

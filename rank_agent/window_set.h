@@ -16,6 +16,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -148,6 +151,8 @@ class WindowSet {
   void zero(Window& w);
   void collective_barrier(const char* what) const;
   void barrier_on(MPI_Comm comm, std::chrono::milliseconds timeout, const char* what) const;
+  void start_progress();
+  void stop_progress();
 
   const MpiSession& session_;
   Options options_;
@@ -158,6 +163,14 @@ class WindowSet {
   bool has_rma_ = false;  // this rank holds a copy of an rma-path window
   mutable std::atomic<bool> in_barrier_{false};
   mutable std::atomic<bool> barrier_broken_{false};
+  // Passive-target progress for rma windows (docs/windows.md "Progress"):
+  // a thread that enters MPI every kProgressInterval while the set lives, so
+  // peers' operations on this rank's copies complete even while no core
+  // thread is inside a comm call (computing, or between dispatches).
+  std::thread progress_;
+  std::mutex progress_mu_;
+  std::condition_variable progress_cv_;
+  bool progress_stop_ = false;
 };
 
 }  // namespace pypto::rank
