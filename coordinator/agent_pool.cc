@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/rank_list.h"
 #include "coordinator/interrupt.h"
 
 namespace pypto::coord {
@@ -69,7 +71,8 @@ std::string AgentPool::connect_endpoint() const {
   for (const std::string wildcard : {"0.0.0.0", "*", "[::]"}) {
     const size_t at = endpoint.find("://" + wildcard + ":");
     if (at != std::string::npos) {
-      endpoint.replace(at + 3, wildcard.size(), hostname_);
+      endpoint.replace(at + 3, wildcard.size(),
+                       options_.advertise_host.empty() ? hostname_ : options_.advertise_host);
       break;
     }
   }
@@ -185,15 +188,75 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
     }
     const auto now = Clock::now();
     if (now >= deadline) {
-      std::string missing;
+      std::vector<int> absent;
       for (const AgentInfo& agent : agents_)
-        if (agent.identity.empty()) missing += (missing.empty() ? "" : ", ") + std::to_string(agent.rank);
+        if (agent.identity.empty()) absent.push_back(agent.rank);
+      const std::string missing = rank_list(absent);
       throw InfraError("only " + std::to_string(connected_) + " of " +
                        std::to_string(options_.world) + " agents connected to " +
                        connect_endpoint() + " in time; missing rank(s) " + missing + ". " + hint);
     }
     send_heartbeats(now);
     wait_readable(std::min(deadline, now + options_.heartbeat_interval));
+  }
+}
+
+namespace {
+int64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+}  // namespace
+
+// Cristian's method: the agent's clock read half way through the round trip.
+// Across hosts the error is at most half the round trip, so the fastest of a
+// few rounds is kept; on one host both read the same clock and the offset is
+// within that error of 0.
+void AgentPool::measure_clocks(int rounds, Clock::time_point deadline) {
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<bool> answered(agents_.size(), false);
+    size_t waiting = 0;
+    for (AgentInfo& agent : agents_) {
+      if (agent.identity.empty()) continue;
+      send(agent.rank, wire::ClockProbe{monotonic_ns()});
+      ++waiting;
+    }
+    while (waiting > 0) {
+      check_interrupt();
+      std::optional<wire::Decoded> decoded = receive_now();
+      if (!decoded) {
+        const auto now = Clock::now();
+        if (now >= deadline) {
+          log::warn("{} agent(s) did not answer the clock probe in time; their hosts' clock "
+                    "offsets are less precise", waiting);
+          return;
+        }
+        wait_readable(std::min(deadline, now + options_.heartbeat_interval));
+        continue;
+      }
+      const int rank = rank_of(decoded->identity);
+      if (rank < 0) {
+        log::warn("ignoring a {} from a peer that has not said HELLO",
+                  wire::message_type_name(decoded->type()));
+        continue;
+      }
+      AgentInfo& agent = agents_[static_cast<size_t>(rank)];
+      agent.last_heard = Clock::now();
+      if (auto* error = std::get_if<wire::AgentError>(&decoded->message))
+        throw InfraError("rank " + std::to_string(rank) + " failed while the run started: " +
+                         error->message);
+      const auto* reply = std::get_if<wire::ClockReply>(&decoded->message);
+      if (reply == nullptr || answered[static_cast<size_t>(rank)]) continue;  // heartbeats
+      answered[static_cast<size_t>(rank)] = true;
+      --waiting;
+      const int64_t received = monotonic_ns();
+      const int64_t rtt = received - reply->coordinator_ns;
+      if (agent.clock_rtt_ns == 0 || rtt < agent.clock_rtt_ns) {
+        agent.clock_rtt_ns = std::max<int64_t>(rtt, 1);
+        agent.clock_offset_ns = reply->agent_ns - (reply->coordinator_ns + received) / 2;
+      }
+    }
   }
 }
 
@@ -225,6 +288,14 @@ void AgentPool::check_silence(Clock::time_point now) {
     std::string message = describe(agent.rank) + " has been silent for " + seconds_text(silent) +
                           " (heartbeat timeout " + seconds_text(options_.heartbeat_timeout) + ")";
     if (!agent.activity.empty()) message += " while running " + agent.activity;
+    if (!agent.local) {
+      std::vector<int> silent_ranks;
+      for (const AgentInfo& other : agents_)
+        if (!other.identity.empty() && now - other.last_heard > options_.heartbeat_timeout)
+          silent_ranks.push_back(other.rank);
+      if (const std::string hosts = lost_hosts(silent_ranks); !hosts.empty())
+        message = hosts + " (unreachable or down); " + message;
+    }
     message += "; its process or host is gone or stuck. The other ranks were stopped";
     if (!agent.activity.empty()) throw ProgramError(message);
     throw InfraError(message);
@@ -308,7 +379,8 @@ void AgentPool::fail_lost(const std::string& trigger) {
   // Listen a little longer: when one agent dies, mpirun stops the others, and each of
   // those says so (AGENT_ERROR 128+N) before it exits. The one that said nothing is
   // the one to blame.
-  const auto until = Clock::now() + kBlameWindow;
+  const auto triggered = Clock::now();
+  const auto until = triggered + kBlameWindow;
   while (Clock::now() < until) {
     note_gone_processes();
     bool all_accounted = true;
@@ -320,6 +392,7 @@ void AgentPool::fail_lost(const std::string& trigger) {
       while (auto decoded = channel_.receive(milliseconds(0))) {
         const int rank = rank_of(decoded->identity);
         if (rank < 0) continue;
+        agents_[static_cast<size_t>(rank)].last_heard = Clock::now();
         if (auto* error = std::get_if<wire::AgentError>(&decoded->message))
           if (error->exit_code >= 128) agents_[static_cast<size_t>(rank)].stopped_by_signal = error->message;
       }
@@ -329,6 +402,13 @@ void AgentPool::fail_lost(const std::string& trigger) {
     wait_readable(std::min(until, Clock::now() + milliseconds(100)));
   }
   note_gone_processes();
+  // An agent on another host has no pidfd: one that said nothing at all since
+  // the failure (live agents heartbeat several times in the blame window, and
+  // those stopped by mpirun say so) went down with its host or its link.
+  for (AgentInfo& agent : agents_)
+    if (!agent.local && !agent.identity.empty() && !agent.stopped_by_signal &&
+        agent.last_heard < triggered)
+      agent.process_gone = true;
 
   std::vector<int> culprits;
   for (const AgentInfo& agent : agents_)
@@ -342,12 +422,15 @@ void AgentPool::fail_lost(const std::string& trigger) {
     throw InfraError(message);
   }
   bool during_dispatch = false;
-  std::string message;
+  std::string message = lost_hosts(culprits);
   for (int rank : culprits) {
     const AgentInfo& agent = this->agent(rank);
     if (!message.empty()) message += "; ";
-    message += describe(rank) + " ended without reporting an error (killed by a signal such as " +
-               "kill -9, or crashed)";
+    message += describe(rank) +
+               (agent.local ? " ended without reporting an error (killed by a signal such as "
+                              "kill -9, or crashed)"
+                            : " fell silent without reporting an error (its process or its "
+                              "host died, or the host became unreachable)");
     if (!agent.activity.empty()) {
       message += " while running " + agent.activity;
       during_dispatch = true;
@@ -356,6 +439,27 @@ void AgentPool::fail_lost(const std::string& trigger) {
   message += "; the other ranks were stopped";
   if (during_dispatch) throw ProgramError(message);
   throw InfraError(message);
+}
+
+std::string AgentPool::lost_hosts(const std::vector<int>& ranks) const {
+  std::string text;
+  std::set<std::string> seen;
+  for (int rank : ranks) {
+    const AgentInfo& lost = agent(rank);
+    if (lost.local || !seen.insert(lost.host).second) continue;
+    std::vector<int> on_host;
+    bool all = true;
+    for (const AgentInfo& agent : agents_) {
+      if (agent.host != lost.host) continue;
+      on_host.push_back(agent.rank);
+      all = all && std::find(ranks.begin(), ranks.end(), agent.rank) != ranks.end();
+    }
+    if (!all) continue;
+    if (!text.empty()) text += "; ";
+    text += "host " + lost.host + " (rank" + (on_host.size() > 1 ? "s " : " ") +
+            rank_list(on_host) + ") was lost: every rank on it fell silent";
+  }
+  return text;
 }
 
 void AgentPool::abort_all(const std::string& reason) {

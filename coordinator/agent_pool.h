@@ -31,6 +31,9 @@ struct AgentPoolOptions {
   int world = 1;
   // ROUTER address; "tcp://127.0.0.1:*" takes an ephemeral loopback port.
   std::string bind = "tcp://127.0.0.1:*";
+  // For a wildcard bind: the address agents are told to connect to
+  // (launch/reachable_address.h); empty: this host's name.
+  std::string advertise_host;
   std::string run_id;
   std::chrono::milliseconds heartbeat_interval{1000};
   // Silence longer than this means the peer is gone (both directions).
@@ -54,6 +57,10 @@ struct AgentInfo {
   std::optional<std::string> stopped_by_signal;
   // What it is doing, for messages ("dispatch d1 of chip_orch"); empty when idle.
   std::string activity;
+  // Its host's CLOCK_MONOTONIC minus the coordinator's, from the CLOCK_PROBE
+  // round trip with the shortest time (measure_clocks); rtt 0 when unmeasured.
+  int64_t clock_offset_ns = 0;
+  int64_t clock_rtt_ns = 0;
 };
 
 // Raises an error an agent reported: its message, prefixed with `who` ("rank 3")
@@ -91,6 +98,10 @@ class AgentPool {
   // refused (REFUSE) and fails the run (InfraError naming both sides). At `deadline`
   // throws InfraError naming the ranks that never connected and `hint`.
   void accept_all(Clock::time_point deadline, const std::string& hint);
+  // After accept_all: `rounds` CLOCK_PROBEs to every agent, one round at a
+  // time; each agent keeps the offset of its fastest round trip. Agents that
+  // have not answered by `deadline` keep what they have (and a warning says so).
+  void measure_clocks(int rounds, Clock::time_point deadline);
 
   void send(int rank, const wire::Message& message, std::vector<zmq::message_t> payloads = {},
             uint64_t request_id = 0);
@@ -131,6 +142,9 @@ class AgentPool {
   // Something died: collect a little longer, then throw naming the rank to blame.
   [[noreturn]] void fail_lost(const std::string& trigger);
   std::string describe(int rank) const;
+  // "host H (ranks 4-7) was lost: ..." for each other host all of whose ranks are
+  // among `ranks`; empty when there is none.
+  std::string lost_hosts(const std::vector<int>& ranks) const;
 
   AgentPoolOptions options_;
   wire::Channel channel_;

@@ -19,7 +19,9 @@
 #include "common/wire/manifest.h"
 #include "coordinator/agent_pool.h"
 #include "coordinator/interrupt.h"
+#include "launch/hostfile.h"
 #include "launch/job.h"
+#include "launch/reachable_address.h"
 #include "orchestration/chip_worker.h"
 
 namespace pypto {
@@ -50,6 +52,9 @@ constexpr milliseconds kDispatchSlack{std::chrono::seconds(60)};
 constexpr milliseconds kDefaultDispatchTimeout{std::chrono::minutes(10)};
 constexpr milliseconds kShutdownGrace{std::chrono::seconds(15)};
 constexpr milliseconds kStopGrace{std::chrono::seconds(2)};
+// Clock probes at startup: a few round trips, bounded so a slow host delays little.
+constexpr int kClockRounds = 5;
+constexpr milliseconds kClockProbeTime{std::chrono::seconds(3)};
 
 zmq::message_t frame_of_tensor(const Tensor& tensor) {
   const Tensor packed = tensor.is_contiguous() ? tensor : tensor.contiguous();
@@ -71,6 +76,28 @@ Tensor host_box(const DistributedCompiledProgram& program, const std::vector<Ten
 }
 
 }  // namespace
+
+std::vector<HostPrepareStats> PrepareReport::hosts() const {
+  std::vector<HostPrepareStats> hosts;
+  for (const RankPrepareStats& rank : ranks) {
+    auto it = std::find_if(hosts.begin(), hosts.end(),
+                           [&](const HostPrepareStats& h) { return h.host == rank.host; });
+    if (it == hosts.end()) {
+      hosts.push_back(HostPrepareStats{rank.host, {}, 0, 0, 0, 0, 0, 0});
+      it = hosts.end() - 1;
+    }
+    it->ranks.push_back(rank.rank);
+    it->bytes_shipped += rank.bytes_shipped;
+    it->blobs_shipped += rank.blobs_shipped;
+    it->cache_hits += rank.cache_hits;
+    it->compiles += rank.compiles;
+    if (rank.clock_rtt_ns > 0 && (it->clock_rtt_ns == 0 || rank.clock_rtt_ns < it->clock_rtt_ns)) {
+      it->clock_rtt_ns = rank.clock_rtt_ns;
+      it->clock_offset_ns = rank.clock_offset_ns;
+    }
+  }
+  return hosts;
+}
 
 uint64_t PrepareReport::bytes_shipped() const {
   uint64_t total = 0;
@@ -202,13 +229,28 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
   pool_options.run_id = make_run_id();
   pool_options.heartbeat_interval = options.heartbeat_interval;
   pool_options.heartbeat_timeout = options.heartbeat_timeout;
+  std::vector<std::string> hosts;  // the hostfile's, when ranks may be on other hosts
+  if (options.mpirun.hostfile)
+    for (const launch::HostfileEntry& entry : launch::read_hostfile(*options.mpirun.hostfile))
+      hosts.push_back(entry.host);
   if (options.bind) {
     pool_options.bind = *options.bind;
+    if (launch::endpoint_is_loopback(*options.bind))
+      for (const std::string& host : hosts)
+        if (!launch::is_local_host(host))
+          throw UsageError("--bind " + *options.bind +
+                           " is a loopback address, which the ranks on " + host +
+                           " (from the hostfile) cannot reach; bind an address of this host "
+                           "they can reach, or tcp://0.0.0.0:PORT");
   } else if (options.agents == AgentMode::kExternal) {
     throw UsageError("--agents external needs --bind tcp://ADDR:PORT for the agents to reach");
-  } else if (options.mpirun.hostfile) {
+  } else if (!hosts.empty()) {
     pool_options.bind = "tcp://0.0.0.0:*";  // ranks on other hosts must reach it
   }
+  // A wildcard is no address to connect to: advertise one the other hosts can
+  // reach (not 127.0.0.1, not a name that may only resolve here).
+  if (launch::endpoint_is_wildcard(pool_options.bind))
+    pool_options.advertise_host = launch::reachable_address(hosts);
   const auto start = Clock::now();
   impl_->pool = std::make_unique<AgentPool>(impl_->context, pool_options);
   const std::string endpoint = impl_->pool->connect_endpoint();
@@ -246,11 +288,18 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
            endpoint;
   }
   impl_->pool->accept_all(Clock::now() + options.startup_timeout, hint);
+  // Where ranks are on other hosts their timestamps need the offset of their
+  // host's clock to be placed on one time line (docs/dfx.md).
+  impl_->pool->measure_clocks(kClockRounds, Clock::now() + kClockProbeTime);
   prepare_report_.launch_ms = ms_since(start);
   prepare_report_.ranks.resize(static_cast<size_t>(world_));
   for (int r = 0; r < world_; ++r) {
-    prepare_report_.ranks[static_cast<size_t>(r)].rank = r;
-    prepare_report_.ranks[static_cast<size_t>(r)].host = impl_->pool->agent(r).host;
+    RankPrepareStats& stats = prepare_report_.ranks[static_cast<size_t>(r)];
+    const coord::AgentInfo& agent = impl_->pool->agent(r);
+    stats.rank = r;
+    stats.host = agent.host;
+    stats.clock_offset_ns = agent.clock_offset_ns;
+    stats.clock_rtt_ns = agent.clock_rtt_ns;
   }
 }
 

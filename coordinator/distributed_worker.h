@@ -60,6 +60,22 @@ struct RankPrepareStats {
   uint64_t blobs_shipped = 0;
   uint64_t cache_hits = 0;       // binaries found in its host's store
   uint64_t compiles = 0;
+  // Its host's CLOCK_MONOTONIC minus the coordinator's, measured at HELLO
+  // (the fastest of a few round trips, whose time is clock_rtt_ns).
+  int64_t clock_offset_ns = 0;
+  int64_t clock_rtt_ns = 0;
+};
+
+// The ranks of one host, added up: what crossed the coordinator link to it.
+struct HostPrepareStats {
+  std::string host;
+  std::vector<int> ranks;
+  uint64_t bytes_shipped = 0;
+  uint64_t blobs_shipped = 0;
+  uint64_t cache_hits = 0;
+  uint64_t compiles = 0;
+  int64_t clock_offset_ns = 0;  // of the rank measured with the fastest round trip
+  int64_t clock_rtt_ns = 0;
 };
 
 struct PrepareReport {
@@ -67,6 +83,8 @@ struct PrepareReport {
   double prepare_ms = 0;   // manifests, blobs, assembly, windows
   std::vector<RankPrepareStats> ranks;
   uint64_t bytes_shipped() const;
+  // One entry per host, in order of its lowest rank.
+  std::vector<HostPrepareStats> hosts() const;
 };
 
 struct DistributedRunOptions {

@@ -10,6 +10,7 @@
 #include "common/fs_util.h"
 #include "common/json_reader.h"
 #include "common/log.h"
+#include "common/rank_list.h"
 #include "coordinator/run_outputs.h"
 
 namespace pypto::coord {
@@ -53,7 +54,8 @@ Json dispatch_json(const DispatchOutcome& d) {
 }
 
 // dfx_outputs/rank<r>/d<k>/: dispatch_program.json and the dispatch's DFX files.
-void write_dispatch_dirs(const fs::path& dfx_root, const DistributedRunResult& result) {
+void write_dispatch_dirs(const fs::path& dfx_root, const DistributedRunResult& result,
+                         const PrepareReport& prepare) {
   for (const DispatchOutcome& d : result.dispatches) {
     const fs::path dir =
         dfx_root / ("rank" + std::to_string(d.rank)) / ("d" + std::to_string(d.index));
@@ -67,6 +69,11 @@ void write_dispatch_dirs(const fs::path& dfx_root, const DistributedRunResult& r
     meta["next_level"] = d.next_level;
     meta["rank"] = d.rank;
     meta["host"] = d.host;
+    if (static_cast<size_t>(d.rank) < prepare.ranks.size()) {
+      // host CLOCK_MONOTONIC - coordinator CLOCK_MONOTONIC (docs/dfx.md "Several hosts")
+      meta["clock_offset_ns"] = prepare.ranks[static_cast<size_t>(d.rank)].clock_offset_ns;
+      meta["clock_rtt_ns"] = prepare.ranks[static_cast<size_t>(d.rank)].clock_rtt_ns;
+    }
     Json files = Json::array();
     for (const auto& file : d.dfx_files) files.push_back(file.first);
     meta["dfx_files"] = files;
@@ -98,6 +105,7 @@ void write_report(const DistributedCompiledProgram& program, const L3RunOutcome&
     rank["blobs_shipped"] = stats.blobs_shipped;
     rank["cache_hits"] = stats.cache_hits;
     rank["compiles"] = stats.compiles;
+    rank["clock_offset_ns"] = stats.clock_offset_ns;
     Json dispatches = Json::array();
     for (const DispatchOutcome& d : outcome.result.dispatches) {
       if (d.rank == stats.rank) dispatches.push_back(dispatch_json(d));
@@ -106,6 +114,20 @@ void write_report(const DistributedCompiledProgram& program, const L3RunOutcome&
     ranks.push_back(rank);
   }
   report["ranks"] = ranks;
+  Json hosts = Json::array();
+  for (const HostPrepareStats& stats : outcome.prepare.hosts()) {
+    Json host;
+    host["host"] = stats.host;
+    host["ranks"] = stats.ranks;
+    host["bytes_shipped"] = stats.bytes_shipped;
+    host["blobs_shipped"] = stats.blobs_shipped;
+    host["cache_hits"] = stats.cache_hits;
+    host["compiles"] = stats.compiles;
+    host["clock_offset_ns"] = stats.clock_offset_ns;
+    host["clock_rtt_ns"] = stats.clock_rtt_ns;
+    hosts.push_back(host);
+  }
+  report["hosts"] = hosts;
   if (outcome.validation) {
     Json validation;
     validation["ok"] = outcome.validation->ok();
@@ -194,7 +216,7 @@ L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const Run
     write_report(program, outcome, infra ? "INFRA" : "FAIL", e.what());
     throw;
   }
-  write_dispatch_dirs(dfx_root, outcome.result);
+  write_dispatch_dirs(dfx_root, outcome.result, outcome.prepare);
 
   uint64_t hits = 0;
   uint64_t compiles = 0;
@@ -207,6 +229,12 @@ L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const Run
       << ms_text(outcome.result.wall_ms) << "; agents up in " << ms_text(outcome.prepare.launch_ms)
       << ", prepared in " << ms_text(outcome.prepare.prepare_ms) << " (" << outcome.prepare.bytes_shipped()
       << " bytes shipped, " << compiles << " compile(s), " << hits << " cache hit(s))\n";
+  if (const std::vector<HostPrepareStats> hosts = outcome.prepare.hosts(); hosts.size() > 1)
+    for (const HostPrepareStats& host : hosts)
+      out << "  host " << host.host << " (rank" << (host.ranks.size() > 1 ? "s " : " ")
+          << rank_list(host.ranks) << "): " << host.bytes_shipped << " bytes in "
+          << host.blobs_shipped << " blob(s) shipped, " << host.compiles << " compile(s), "
+          << host.cache_hits << " cache hit(s)\n";
   outcome.outputs_written =
       write_output_files(outcome.output_dir, program.params(), args.tensors, out);
   out << "dfx: " << dfx_root.string() << "/rank<r>/d<k>/\n";

@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "launch/executable.h"
+#include "launch/hostfile.h"
 #include "launch/rank_binary.h"
 
 #ifndef PYPTO_BUILD_MPIEXEC
@@ -75,29 +76,6 @@ bool mentions_oversubscribe(const std::vector<std::string>& args) {
     }
   }
   return false;
-}
-
-// The total of the slots= a hostfile declares; nullopt when some host has none
-// (mpirun then counts that host's cores, which cannot be known from here).
-std::optional<long> hostfile_slots(const fs::path& hostfile) {
-  std::ifstream in(hostfile);
-  if (!in)
-    throw InfraError("cannot read the hostfile " + hostfile.string() +
-                     "; check the path given to --hostfile");
-  long total = 0;
-  std::string line;
-  while (std::getline(in, line)) {
-    line = line.substr(0, line.find('#'));
-    std::istringstream words(line);
-    std::string host;
-    if (!(words >> host)) continue;
-    std::optional<long> slots;
-    for (std::string word; words >> word;)
-      if (word.rfind("slots=", 0) == 0) slots = std::strtol(word.c_str() + 6, nullptr, 10);
-    if (!slots) return std::nullopt;
-    total += *slots;
-  }
-  return total;
 }
 
 void check_env_entry(const std::string& entry) {

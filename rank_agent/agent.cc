@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 
 #include "common/error.h"
@@ -223,6 +224,19 @@ void RankAgent::handle(wire::Decoded& message) {
   const uint64_t request_id = message.envelope.request_id;
   const std::string me = "rank " + std::to_string(session_.rank);
   if (message.is<wire::Heartbeat>()) return;
+  if (auto* probe = std::get_if<wire::ClockProbe>(&message.message)) {
+    // Answered at once from the control thread: the reply time is the clock reading.
+    timespec mono{};
+    timespec real{};
+    ::clock_gettime(CLOCK_MONOTONIC, &mono);
+    ::clock_gettime(CLOCK_REALTIME, &real);
+    wire::ClockReply reply;
+    reply.coordinator_ns = probe->coordinator_ns;
+    reply.agent_ns = static_cast<int64_t>(mono.tv_sec) * 1'000'000'000 + mono.tv_nsec;
+    reply.agent_unix_ns = static_cast<int64_t>(real.tv_sec) * 1'000'000'000 + real.tv_nsec;
+    send(reply, {}, request_id);
+    return;
+  }
   if (shutting_down_) {
     log::warn("ignoring {} after SHUTDOWN", wire::message_type_name(message.type()));
     return;

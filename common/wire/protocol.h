@@ -51,6 +51,8 @@ enum class MessageType : uint8_t {
   kShutdown = 12,
   kAgentError = 13,
   kReset = 14,
+  kClockProbe = 15,
+  kClockReply = 16,
 };
 // "HELLO", "DISPATCH_DONE", ...; "type 200" for a code this version does not know.
 std::string message_type_name(MessageType type);
@@ -371,8 +373,34 @@ struct Reset {
   bool operator==(const Reset&) const = default;
 };
 
+// coordinator -> agent, a few times after WELCOME: measures the offset of the
+// agent's host clock to the coordinator's (docs/dfx.md "Several hosts").
+struct ClockProbe {
+  static constexpr MessageType kType = MessageType::kClockProbe;
+  int64_t coordinator_ns = 0;  // the coordinator's CLOCK_MONOTONIC when sent
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(coordinator_ns);
+  }
+  bool operator==(const ClockProbe&) const = default;
+};
+
+// agent -> coordinator: the answer to a CLOCK_PROBE, sent as soon as it arrives.
+struct ClockReply {
+  static constexpr MessageType kType = MessageType::kClockReply;
+  int64_t coordinator_ns = 0;  // echoed from the probe
+  int64_t agent_ns = 0;        // the agent host's CLOCK_MONOTONIC when answering
+  int64_t agent_unix_ns = 0;   // and its CLOCK_REALTIME
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(coordinator_ns, agent_ns, agent_unix_ns);
+  }
+  bool operator==(const ClockReply&) const = default;
+};
+
 using Message = std::variant<Hello, Welcome, Refuse, Heartbeat, Manifest, Need, Blobs, Ready,
-                             Dispatch, DispatchDone, Abort, Shutdown, AgentError, Reset>;
+                             Dispatch, DispatchDone, Abort, Shutdown, AgentError, Reset,
+                             ClockProbe, ClockReply>;
 
 // Why `build` is not an acceptable build id (one path component of [A-Za-z0-9_.-], 1..64
 // characters, not "." or ".."), or nullopt when it is.

@@ -69,6 +69,8 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   manifest.windows = {{"data", "f32", 1024, {0, 1, 2, 3}}, {"signal", "i32", 32, {1, 3}}};
   expect_round_trip(manifest);
   expect_round_trip(Reset{"softmax-2.v1"}, {}, kCoordinatorRank);
+  expect_round_trip(ClockProbe{123456789}, {}, kCoordinatorRank);
+  expect_round_trip(ClockReply{123456789, -42, 1700000000000000000}, {}, 5);
   expect_round_trip(Need{{hash_of("k"), hash_of("v")}});
   expect_round_trip(Blobs{{hash_of("k"), hash_of("")}}, {"k", ""});
   expect_round_trip(Ready{3, false, {"vadd.cpp:3: error: expected ';'", 1}, 4, 2});
