@@ -89,6 +89,10 @@ MpiSession::MpiSession(const Options& options) {
     owns_init_ = true;
   }
   thread_note_ = describe_thread_level(options.required_thread_level, provided_);
+  if (spans_nodes_ && provided_ >= MPI_THREAD_MULTIPLE)
+    thread_note_ +=
+        "; the job spans nodes, so this rank's MPI calls are serialized through one mutex "
+        "all the same (Open MPI's osc/ucx deadlocks when two threads issue RMA at once)";
   if (provided_ < options.required_thread_level)
     log::warn("MPI thread level: {}", thread_note_);
   else

@@ -63,10 +63,13 @@ class MpiSession {
   const std::string& one_sided_note() const { return one_sided_note_; }
 
   // Held around every MPI call a core thread makes. With MPI_THREAD_MULTIPLE
-  // it is a no-op (empty lock); below that it serializes the calls of this
-  // rank's core threads through one mutex.
+  // on one node it is a no-op (empty lock); below that, and in a job that
+  // spans nodes, it serializes the calls of this rank's threads through one
+  // mutex: Open MPI 4.1's osc/ucx deadlocks in UCX's worker lock when two
+  // threads of a rank issue RMA at once (docs/windows.md "Thread level").
+  bool serializes_calls() const { return !thread_multiple() || spans_nodes_; }
   std::unique_lock<std::mutex> lock() const {
-    return thread_multiple() ? std::unique_lock<std::mutex>() : std::unique_lock<std::mutex>(mu_);
+    return serializes_calls() ? std::unique_lock<std::mutex>(mu_) : std::unique_lock<std::mutex>();
   }
 
  private:
