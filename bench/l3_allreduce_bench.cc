@@ -51,6 +51,7 @@
 #include "common/npy.h"
 #include "coordinator/distributed_worker.h"
 #include "coordinator/program_inputs.h"
+#include "launch/command_words.h"
 
 namespace pypto::bench {
 namespace {
@@ -68,10 +69,12 @@ int64_t timing_ns(const DispatchOutcome& d, const std::string& phase) {
 }
 
 // The MPI side: one mpirun, its median over `iters` timed calls.
+// `hosts`: "" on one host, else " --hostfile F <mpirun args>" (both sides alike).
 double run_mpi(const std::string& mpirun, const std::string& mpi_bench, int world, int iters,
-               int rep) {
-  const std::string command = mpirun + " --allow-run-as-root --oversubscribe --bind-to none -n " +
-                              std::to_string(world) + " " + mpi_bench + " --iters " +
+               int rep, const std::string& hosts) {
+  const std::string command = mpirun + " --allow-run-as-root --oversubscribe --bind-to none" +
+                              hosts + " -n " + std::to_string(world) + " " + mpi_bench +
+                              " --iters " +
                               std::to_string(iters) + " --warmup 3 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) throw InfraError("cannot run " + command);
@@ -110,12 +113,25 @@ struct Summary {
   double mpi_ms, kernel_ms, run_ms, wall_ms;
 };
 
+struct HostsOption {
+  std::string hostfile;     // empty: every rank on this host
+  std::string mpirun_args;  // e.g. the rsh agent of simulated hosts
+  std::string mpi_flags() const {
+    return hostfile.empty() ? "" : " --hostfile " + hostfile + " " + mpirun_args;
+  }
+};
+
 Summary bench_world(const fs::path& build_dir, int rounds, int warmup, int reps, int mpi_iters,
-                    const std::string& mpirun, const std::string& mpi_bench) {
+                    const std::string& mpirun, const std::string& mpi_bench,
+                    const HostsOption& hosts) {
   const DistributedCompiledProgram program = DistributedCompiledProgram::from_dir(build_dir);
   const int world = static_cast<int>(program.world_size());
   DistributedWorkerOptions options;
   options.mpirun.rank_binary = fs::path(std::getenv("PYPTO_RANK"));
+  if (!hosts.hostfile.empty()) {
+    options.mpirun.hostfile = hosts.hostfile;
+    options.mpirun.mpirun_args = launch::split_command_words(hosts.mpirun_args);
+  }
   // The agents sit idle while MPI runs: do not count that as a lost coordinator.
   options.heartbeat_timeout = std::chrono::minutes(30);
   std::unique_ptr<DistributedWorker> worker = DistributedWorker::prepare(program, options);
@@ -141,7 +157,7 @@ Summary bench_world(const fs::path& build_dir, int rounds, int warmup, int reps,
   timed.config.enable_chip_swimlane = 1;
   std::vector<double> mpi_reps, kernel_reps, run_reps, wall_reps;
   for (int rep = 0; rep < reps; ++rep) {
-    mpi_reps.push_back(run_mpi(mpirun, mpi_bench, world, mpi_iters, rep));
+    mpi_reps.push_back(run_mpi(mpirun, mpi_bench, world, mpi_iters, rep, hosts.mpi_flags()));
     for (int i = 0; i < warmup; ++i) worker->run(program, args, timed);
     std::vector<double> kernel_ms, run_ms, wall_ms;
     for (int i = 0; i < rounds; ++i) {
@@ -150,8 +166,11 @@ Summary bench_world(const fs::path& build_dir, int rounds, int warmup, int reps,
       double run = 0;
       for (const DispatchOutcome& d : result.dispatches) {
         const auto [start, end] = task_span(d);
-        last_start = std::max(last_start, start);
-        last_end = std::max(last_end, end);
+        // Onto the coordinator's clock: ranks of other hosts have their own.
+        const int64_t offset =
+            worker->prepare_report().ranks[static_cast<size_t>(d.rank)].clock_offset_ns;
+        last_start = std::max(last_start, start - offset);
+        last_end = std::max(last_end, end - offset);
         run = std::max(run, double(timing_ns(d, "run")) / 1e6);
       }
       kernel_ms.push_back(double(last_end - last_start) / 1e6);
@@ -189,6 +208,11 @@ int main(int argc, char** argv) {
   app.add_option("--mpi-iters", mpi_iters, "timed MPI_Allreduce calls per mpirun");
   app.add_option("--mpi-bench", mpi_bench, "mpi_allreduce_bench (default: next to this program)");
   app.add_option("--mpirun", mpirun, "mpirun to start the MPI side with");
+  HostsOption hosts;
+  app.add_option("--hostfile", hosts.hostfile,
+                 "spread the ranks of both sides over the hosts of this hostfile");
+  app.add_option("--mpirun-args", hosts.mpirun_args,
+                 "with --hostfile: more mpirun arguments for both sides (e.g. an rsh agent)");
   CLI11_PARSE(app, argc, argv);
   try {
     pypto::log::init(std::string("warn"));
@@ -202,7 +226,7 @@ int main(int argc, char** argv) {
                 rounds, warmup, reps, mpi_iters);
     std::vector<Summary> summaries;
     for (const std::string& build : builds)
-      summaries.push_back(bench_world(build, rounds, warmup, reps, mpi_iters, mpirun, mpi_bench));
+      summaries.push_back(bench_world(build, rounds, warmup, reps, mpi_iters, mpirun, mpi_bench, hosts));
     for (const Summary& s : summaries) {
       const double mpi_bw = busbw_gbs(s.mpi_ms, s.world), rt_bw = busbw_gbs(s.kernel_ms, s.world);
       std::printf("l3_allreduce summary world=%d mpi_ms=%.3f mpi_busbw_gbs=%.3f runtime_kernel_ms=%.3f "

@@ -25,6 +25,7 @@
 
 #include "bench/l3_bench_util.h"
 #include "common/error.h"
+#include "launch/command_words.h"
 
 namespace pypto::bench {
 namespace {
@@ -54,6 +55,10 @@ int main(int argc, char** argv) {
   app.add_option("--coord", coord, "pypto-coord");
   app.add_option("--mpirun", mpirun, "mpirun");
   app.add_option("--trivial", trivial, "mpi_trivial (default: next to this program)");
+  std::string hostfile, mpirun_args;
+  app.add_option("--hostfile", hostfile, "spread the ranks of both over this hostfile's hosts");
+  app.add_option("--mpirun-args", mpirun_args,
+                 "with --hostfile: more mpirun arguments for both (e.g. an rsh agent)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (trivial.empty())
@@ -77,10 +82,16 @@ int main(int argc, char** argv) {
         if (at != std::string::npos) world = std::atoi(text.c_str() + at + 13);
       }
     }
-    const std::vector<std::string> bare = {mpirun, "--allow-run-as-root", "--oversubscribe",
-                                           "--bind-to", "none", "-n", std::to_string(world),
-                                           trivial};
-    const std::vector<std::string> run = {coord, "run", dir.string()};
+    std::vector<std::string> bare = {mpirun, "--allow-run-as-root", "--oversubscribe",
+                                     "--bind-to", "none"};
+    std::vector<std::string> run = {coord, "run", dir.string()};
+    if (!hostfile.empty()) {
+      // The same hosts and launcher for both; pypto-coord adds nothing else.
+      bare.insert(bare.end(), {"--hostfile", hostfile});
+      for (const std::string& word : launch::split_command_words(mpirun_args)) bare.push_back(word);
+      run.insert(run.end(), {"--hostfile", hostfile, "--mpirun-args", mpirun_args});
+    }
+    bare.insert(bare.end(), {"-n", std::to_string(world), trivial});
     std::vector<std::string> warm = run;
     warm.push_back("--validate");
     std::printf("# l3_launch_bench: %s (world %d), reps=%d, PYPTO_BLOB_STORE=%s, log %s\n",
