@@ -50,13 +50,33 @@ std::string seconds_text(milliseconds ms) {
   return text.str();
 }
 
+wire::ChannelOptions control_options(const wire::RunKeys& keys) {
+  wire::ChannelOptions options;
+  options.curve_server = keys.server;
+  return options;
+}
+
+bool is_wildcard_endpoint(const std::string& endpoint) {
+  for (const char* wildcard : {"://0.0.0.0:", "://*:", "://[::]:", "://[*]:"})
+    if (endpoint.find(wildcard) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 AgentPool::AgentPool(zmq::context_t& context, AgentPoolOptions options)
     : options_(std::move(options)),
-      channel_(wire::Channel::bind(context, options_.bind)),
+      keys_(wire::RunKeys::generate()),
+      authenticator_(std::make_unique<wire::CurveAuthenticator>(context, keys_.client.public_key)),
+      channel_(wire::Channel::bind(context, options_.bind, control_options(keys_))),
       hostname_(host_name()) {
   if (options_.world < 1) throw UsageError("the world size must be at least 1");
+  authenticator_->monitor(channel_.socket());
+  if (is_wildcard_endpoint(options_.bind) || is_wildcard_endpoint(endpoint()))
+    log::warn("the control socket listens on every network interface ({}); peers without this "
+              "run's key are refused, but bind one address the agents can reach "
+              "(--bind tcp://ADDR:PORT) to keep it off other networks",
+              endpoint());
   agents_.resize(static_cast<size_t>(options_.world));
   for (int r = 0; r < options_.world; ++r) agents_[static_cast<size_t>(r)].rank = r;
 }
@@ -79,9 +99,11 @@ std::string AgentPool::connect_endpoint() const {
   return endpoint;
 }
 
-void AgentPool::watch_job(std::function<std::optional<std::string>()> poll, int pidfd) {
+void AgentPool::watch_job(std::function<std::optional<std::string>()> poll, int pidfd,
+                          int64_t session) {
   job_poll_ = std::move(poll);
   job_pidfd_ = pidfd;
+  job_session_ = session;
 }
 
 std::string AgentPool::describe(int rank) const {
@@ -108,28 +130,97 @@ void AgentPool::refuse(const std::string& identity, const wire::Refuse& refusal)
   }
 }
 
+void AgentPool::drop_peer(const std::string& identity, const std::string& why,
+                          std::optional<uint32_t> agent_version) {
+  if (agent_version) {
+    wire::Refuse refusal;
+    refusal.reason = why;
+    refusal.agent_version = *agent_version;
+    refuse(identity, refusal);
+  }
+  dropped_log_.warn("control plane: " + why + "; the peer was dropped and the run goes on");
+}
+
+std::string AgentPool::identity_problem(const wire::Hello& hello) const {
+  // Another host: its processes cannot be seen from here (CURVE vouches for the key).
+  if (hello.host != hostname_) return "";
+  const std::string pid = std::to_string(hello.pid);
+  if (hello.pid <= 0) return "pid " + pid + " is not a process id";
+  for (const AgentInfo& other : agents_)
+    if (!other.identity.empty() && other.local && other.pid == hello.pid)
+      return "pid " + pid + " is already rank " + std::to_string(other.rank);
+  std::ifstream stat_file("/proc/" + pid + "/stat");
+  std::string stat;
+  if (!stat_file || !std::getline(stat_file, stat))
+    return "no process " + pid + " runs on this host";
+  // pid (comm) state ppid pgrp session ...
+  const size_t open = stat.find('('), close = stat.rfind(')');
+  if (open == std::string::npos || close == std::string::npos) return "";
+  const std::string comm = stat.substr(open + 1, close - open - 1);
+  if (comm.rfind("pypto-rank", 0) != 0)
+    return "process " + pid + " is '" + comm + "', not a pypto-rank agent";
+  std::istringstream fields(stat.substr(close + 2));
+  std::string state;
+  int64_t ppid = 0, pgrp = 0, session = 0;
+  fields >> state >> ppid >> pgrp >> session;
+  if (job_session_ > 0 && session != job_session_)
+    return "process " + pid + " is not part of this run's mpirun job (its session is " +
+           std::to_string(session) + ", the job's " + std::to_string(job_session_) + ")";
+  std::ifstream environ_file("/proc/" + pid + "/environ", std::ios::binary);
+  std::string environ((std::istreambuf_iterator<char>(environ_file)),
+                      std::istreambuf_iterator<char>());
+  const std::string key = std::string("OMPI_COMM_WORLD_RANK=");
+  for (size_t at = 0; at < environ.size();) {
+    const size_t end = std::min(environ.find('\0', at), environ.size());
+    if (environ.compare(at, key.size(), key) == 0) {
+      const std::string mpi_rank = environ.substr(at + key.size(), end - at - key.size());
+      if (mpi_rank != std::to_string(hello.rank))
+        return "process " + pid + " is MPI rank " + mpi_rank + ", not rank " +
+               std::to_string(hello.rank);
+    }
+    at = end + 1;
+  }
+  return "";
+}
+
 void AgentPool::handle_hello(wire::Decoded& decoded) {
   const wire::Hello& hello = decoded.as<wire::Hello>();
+  const std::string who = "rank " + std::to_string(hello.rank) + " (pid " +
+                          std::to_string(hello.pid) + " on " + hello.host + ")";
+  if (rank_of(decoded.identity) >= 0) {
+    dropped_log_.warn("control plane: ignoring a second HELLO from " + who);
+    return;
+  }
   if (hello.world != options_.world) {
+    const std::string reason =
+        "this build runs on " + std::to_string(options_.world) +
+        " ranks, but the agent's MPI world has " + std::to_string(hello.world) +
+        "; launch the agents with mpirun -n " + std::to_string(options_.world);
+    // Once every rank is here, a latecomer cannot be one of this run's agents.
+    if (connected_ == options_.world) {
+      drop_peer(decoded.identity, "refused " + who + ": " + reason, hello.protocol_version);
+      return;
+    }
     wire::Refuse refusal;
-    refusal.reason = "this build runs on " + std::to_string(options_.world) +
-                     " ranks, but the agent's MPI world has " + std::to_string(hello.world) +
-                     "; launch the agents with mpirun -n " + std::to_string(options_.world);
+    refusal.reason = reason;
     refusal.agent_version = hello.protocol_version;
     refuse(decoded.identity, refusal);
-    throw InfraError("refused rank " + std::to_string(hello.rank) + " (pid " +
-                     std::to_string(hello.pid) + " on " + hello.host + "): " + refusal.reason);
+    throw InfraError("refused " + who + ": " + reason);
   }
   AgentInfo& agent = agents_.at(static_cast<size_t>(hello.rank));
   if (!agent.identity.empty()) {
-    wire::Refuse refusal;
-    refusal.reason = "rank " + std::to_string(hello.rank) + " is already connected (pid " +
-                     std::to_string(agent.pid) + " on " + agent.host +
-                     "); two agent jobs point at this coordinator";
-    refusal.agent_version = hello.protocol_version;
-    refuse(decoded.identity, refusal);
-    throw InfraError("refused a second rank " + std::to_string(hello.rank) + " (pid " +
-                     std::to_string(hello.pid) + " on " + hello.host + "): " + refusal.reason);
+    // The rank that connected first (and passed the checks below) keeps its place.
+    drop_peer(decoded.identity,
+              "refused a second " + who + ": rank " + std::to_string(hello.rank) +
+                  " is already connected (pid " + std::to_string(agent.pid) + " on " +
+                  agent.host + "); do two agent jobs point at this coordinator?",
+              hello.protocol_version);
+    return;
+  }
+  if (const std::string problem = identity_problem(hello); !problem.empty()) {
+    drop_peer(decoded.identity, "refused a HELLO claiming " + who + ": " + problem,
+              hello.protocol_version);
+    return;
   }
   agent.identity = decoded.identity;
   agent.host = hello.host;
@@ -157,7 +248,19 @@ std::optional<wire::Decoded> AgentPool::receive_now() {
   } catch (const wire::ProtocolVersionError& e) {
     // Both sides name both versions: the peer reads the REFUSE's frozen prefix.
     refuse(e.peer_identity(), wire::make_version_refusal(e.peer_rank(), e.peer_version()));
-    throw InfraError(e.what());
+    // While the run starts, only its own (authenticated) agents can get here: an
+    // installation mismatch, said at once. Later, a latecomer is dropped.
+    if (connected_ < options_.world || rank_of(e.peer_identity()) >= 0) throw InfraError(e.what());
+    dropped_log_.warn(std::string("control plane: ") + e.what() +
+                      "; the peer was dropped and the run goes on");
+    return std::nullopt;
+  } catch (const wire::ProtocolError& e) {
+    // A welcomed agent that breaks the protocol cannot be trusted with the run.
+    if (const int rank = rank_of(e.peer_identity()); rank >= 0)
+      throw InfraError(describe(rank) + ": " + e.what());
+    dropped_log_.warn(std::string("control plane: ") + e.what() +
+                      " (from a peer that has not said HELLO); dropped, the run goes on");
+    return std::nullopt;
   }
 }
 
@@ -181,8 +284,8 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
                            error->message);
         }
       } else {
-        log::warn("ignoring a {} from a peer that has not said HELLO",
-                  wire::message_type_name(decoded->type()));
+        dropped_log_.warn("control plane: ignoring a " + wire::message_type_name(decoded->type()) +
+                          " from a peer that has not said HELLO");
       }
       continue;
     }
@@ -346,16 +449,20 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
     std::optional<wire::Decoded> decoded = receive_now();
     if (decoded) {
       const int rank = rank_of(decoded->identity);
-      if (rank < 0) {
-        if (decoded->is<wire::Hello>()) handle_hello(*decoded);  // refuses: every rank is here
-        log::warn("ignoring a {} from a peer that has not said HELLO",
-                  wire::message_type_name(decoded->type()));
+      if (rank < 0 || decoded->is<wire::Hello>()) {
+        // Every rank is here: a HELLO is refused, anything else from a stranger ignored.
+        if (decoded->is<wire::Hello>()) {
+          handle_hello(*decoded);
+        } else {
+          dropped_log_.warn("control plane: ignoring a " +
+                            wire::message_type_name(decoded->type()) +
+                            " from a peer that has not said HELLO");
+        }
         continue;
       }
       AgentInfo& agent = agents_[static_cast<size_t>(rank)];
       agent.last_heard = now;
       if (decoded->is<wire::Heartbeat>()) continue;
-      if (decoded->is<wire::Hello>()) handle_hello(*decoded);  // a second HELLO: refused
       if (auto* error = std::get_if<wire::AgentError>(&decoded->message)) {
         if (error->exit_code >= 128) {
           agent.stopped_by_signal = error->message;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 
 #include "common/error.h"
 #include "common/wire/channel.h"
+#include "common/wire/curve.h"
 #include "common/wire/protocol.h"
 
 namespace pypto::coord {
@@ -88,10 +90,17 @@ class AgentPool {
   // The address agents connect to: endpoint() with a wildcard host replaced by this
   // host's name.
   std::string connect_endpoint() const;
+  // PYPTO_RUN_KEY for this run's agents (common/wire/curve.h): the ROUTER is a CURVE
+  // server that accepts only that key. Goes into mpirun's environment, never an argv.
+  std::string agent_key_text() const { return keys_.agent_key_text(); }
+  // Connections refused so far (no key, a wrong key, garbage on the port).
+  uint64_t refused_connections() const { return authenticator_->refused(); }
 
   // Called on every wake-up of next(): returns a description when the agents' job
   // (mpirun) has ended, which fails the run unless every agent has finished.
-  void watch_job(std::function<std::optional<std::string>()> poll, int pidfd = -1);
+  // `session`: the job's session id; a local HELLO whose pid is not in it is refused.
+  void watch_job(std::function<std::optional<std::string>()> poll, int pidfd = -1,
+                 int64_t session = -1);
 
   // Waits until every rank of the world said HELLO and was welcomed. A peer of another
   // protocol version, of another world size, or a second agent claiming a rank is
@@ -131,6 +140,13 @@ class AgentPool {
   // fails the run (InfraError), as does any malformed message (ProtocolError).
   std::optional<wire::Decoded> receive_now();
   void handle_hello(wire::Decoded& decoded);
+  // Why a HELLO's claimed identity is not believable (empty: it is): a local pid that is
+  // not a live pypto-rank of the job, or already another rank's, or of another MPI rank.
+  std::string identity_problem(const wire::Hello& hello) const;
+  // A peer that has not been welcomed did something wrong: refused (when it said HELLO),
+  // logged (rate-limited) and forgotten; the run goes on.
+  void drop_peer(const std::string& identity, const std::string& why,
+                 std::optional<uint32_t> agent_version = std::nullopt);
   void refuse(const std::string& identity, const wire::Refuse& refusal);
   int rank_of(const std::string& identity) const;
   void send_heartbeats(Clock::time_point now);
@@ -147,7 +163,12 @@ class AgentPool {
   std::string lost_hosts(const std::vector<int>& ranks) const;
 
   AgentPoolOptions options_;
+  wire::RunKeys keys_;
+  // Before channel_: the ZAP handler must exist when the ROUTER binds.
+  std::unique_ptr<wire::CurveAuthenticator> authenticator_;
   wire::Channel channel_;
+  wire::RateLimitedLog dropped_log_;
+  int64_t job_session_ = -1;
   std::vector<AgentInfo> agents_;
   std::map<std::string, int> rank_by_identity_;
   int connected_ = 0;

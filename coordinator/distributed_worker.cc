@@ -7,6 +7,7 @@
 #include <thread>
 #include <chrono>
 #include <exception>
+#include <iostream>
 #include <map>
 #include <random>
 #include <set>
@@ -260,6 +261,8 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
     launch::MpirunOptions mpirun = options.mpirun;
     mpirun.world = world_;
     mpirun.coord_endpoint = endpoint;
+    // The agents' key: mpirun's environment and -x, never the argv (readable by anyone).
+    mpirun.env.push_back(std::string(wire::kRunKeyEnv) + "=" + impl_->pool->agent_key_text());
     // Eight agents echoing the coordinator's info lines drown its own summary: they
     // log warnings and errors, unless the coordinator was asked for debug or timing.
     const bool has_level = std::find(mpirun.agent_args.begin(), mpirun.agent_args.end(),
@@ -279,13 +282,17 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
           if (auto status = job->poll()) return "(mpirun) " + status->describe();
           return std::nullopt;
         },
-        job->exit_fd());
+        job->exit_fd(), job->pid());
     hint = "See mpirun's output above; --startup-timeout gives slow hosts longer.";
   } else {
-    log::info("waiting for {} agents: mpirun -n {} pypto-rank --coord {}", world_, world_,
-              endpoint);
-    hint = "Launch them with: mpirun -n " + std::to_string(world_) + " pypto-rank --coord " +
-           endpoint;
+    // Printed whatever the log level: without it no agent can join. Z85 has no quote.
+    std::cerr << "pypto-coord: waiting for " << world_ << " agents; launch them with:\n  "
+              << wire::kRunKeyEnv << "='" << impl_->pool->agent_key_text() << "' mpirun -x "
+              << wire::kRunKeyEnv << " -n " << world_ << " pypto-rank --coord " << endpoint
+              << std::endl;
+    hint = "Launch them with the command printed above (mpirun -x " +
+           std::string(wire::kRunKeyEnv) + " -n " + std::to_string(world_) +
+           " pypto-rank --coord " + endpoint + ", with " + wire::kRunKeyEnv + " set)";
   }
   impl_->pool->accept_all(Clock::now() + options.startup_timeout, hint);
   // Where ranks are on other hosts their timestamps need the offset of their

@@ -10,7 +10,11 @@ Job start_agents(const MpirunOptions& options) {
   // The command as the user could run it by hand; the environment entries
   // are shown too, since mpirun depends on them (OMPI_ALLOW_RUN_AS_ROOT).
   std::string env;
-  for (const auto& entry : command.env) env += entry + " ";
+  for (const auto& entry : command.env) {
+    // A secret (the run key) is named, not shown.
+    const bool secret = entry.find("KEY=") != std::string::npos;
+    env += (secret ? entry.substr(0, entry.find('=') + 1) + "<secret>" : entry) + " ";
+  }
   log::info("launching {} rank agent{}: {}{}", options.world, options.world == 1 ? "" : "s", env,
             format_command(command.argv));
   JobOptions job_options;

@@ -81,6 +81,13 @@ RankAgent::~RankAgent() = default;
 
 int RankAgent::run() {
   try {
+    run_key_ = wire::agent_key_from_env();
+  } catch (const std::exception&) {
+    run_key_error_ = std::current_exception();
+  }
+  ::unsetenv(wire::kRunKeyEnv);
+  ::unsetenv(wire::kRunKeyFileEnv);
+  try {
     start_mpi();
     say_hello();
     await_welcome();
@@ -119,7 +126,11 @@ void RankAgent::say_hello() {
   hello.held_hashes = blob_store_->list();
   if (hello.held_hashes.size() > kMaxHeldHashes) hello.held_hashes.resize(kMaxHeldHashes);
   hello.mpi_thread_level = session_.thread_level;
-  channel_.emplace(wire::Channel::connect(context_, options_.coord, session_.rank));
+  if (run_key_error_) std::rethrow_exception(run_key_error_);
+  wire::ChannelOptions channel_options;
+  channel_options.curve_client = run_key_;
+  channel_.emplace(
+      wire::Channel::connect(context_, options_.coord, session_.rank, channel_options));
   send(hello, {}, 1);
   log::debug("HELLO sent to {} (world {}, host {}, {} held blobs)", options_.coord, session_.world,
              session_.host, hello.held_hashes.size());
@@ -164,7 +175,9 @@ void RankAgent::await_welcome() {
       throw InfraError("rank " + std::to_string(session_.rank) + ": no coordinator answered at " +
                        options_.coord + " within " + whole_seconds(options_.connect_timeout) +
                        " s; start pypto-coord run <dir> --agents external --bind " +
-                       bind_hint(options_.coord) + " first, or check the address");
+                       bind_hint(options_.coord) + " first, or check the address and that " +
+                       wire::kRunKeyEnv + " is the key of that coordinator's run (a peer " +
+                       "with another key is refused without an answer)");
     wait_for_activity(deadline - now);
   }
 

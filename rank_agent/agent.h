@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,10 @@ class RankAgent {
   fs::path workspace_;  // <workspace parent>/rank<r>
   zmq::context_t context_;
   std::optional<wire::Channel> channel_;
+  // The run's CURVE key (common/wire/curve.h), read and removed from the environment
+  // before MPI starts threads, so kernels and compilers never inherit it; or why not.
+  std::optional<wire::AgentKey> run_key_;
+  std::exception_ptr run_key_error_;
   bool welcomed_ = false;
   wire::Welcome welcome_;
   std::deque<wire::Manifest> pending_manifests_;  // MANIFESTs awaiting their BLOBS

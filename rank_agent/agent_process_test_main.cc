@@ -37,11 +37,19 @@ constexpr int kWorld = 2;
 const fs::path kSubBuild =
     fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures/l3/allreduce_w8/next_levels/0";
 
-// mpirun -n 2 pypto-rank ... on a thread; the result once it exits.
+// The run key of every fake coordinator of this process and its agents.
+const wire::RunKeys& test_keys() {
+  static const wire::RunKeys keys = wire::RunKeys::generate();
+  return keys;
+}
+
+// mpirun -n 2 pypto-rank ... on a thread; the result once it exits. The agents get
+// test_keys() through PYPTO_RUN_KEY unless `run_key` says otherwise.
 class AgentJob {
  public:
   AgentJob(const std::string& endpoint, const ScratchDir& dir,
-           std::vector<std::string> extra = {}) {
+           std::vector<std::string> extra = {},
+           const std::string& run_key = test_keys().agent_key_text()) {
     std::vector<std::string> argv = {PYPTO_MPIEXEC,
                                      "--allow-run-as-root",
                                      "--oversubscribe",
@@ -59,7 +67,8 @@ class AgentJob {
     argv.insert(argv.end(), extra.begin(), extra.end());
     SubprocessOptions options;
     options.timeout = 90s;
-    options.extra_env = {"PYPTO_AIC_CORES=1", "PYPTO_AIV_CORES=1"};
+    options.extra_env = {"PYPTO_AIC_CORES=1", "PYPTO_AIV_CORES=1",
+                         std::string(wire::kRunKeyEnv) + "=" + run_key};
     result_ =
         std::async(std::launch::async, [argv, options] { return run_subprocess(argv, options); });
   }
@@ -72,7 +81,7 @@ class AgentJob {
 // The coordinator's side of the wire, scripted by each test.
 class FakeCoordinator {
  public:
-  FakeCoordinator() : channel_(wire::Channel::bind(context_, "tcp://127.0.0.1:*")) {}
+  FakeCoordinator() : channel_(wire::Channel::bind(context_, "tcp://127.0.0.1:*", options())) {}
   std::string endpoint() const { return channel_.endpoint(); }
 
   // One message of `type` from every rank (HEARTBEATs skipped), by rank.
@@ -129,6 +138,12 @@ class FakeCoordinator {
   }
 
  private:
+  static wire::ChannelOptions options() {
+    wire::ChannelOptions options;
+    options.curve_server = test_keys().server;
+    return options;
+  }
+
   zmq::context_t context_;
   wire::Channel channel_;
   std::map<int, std::string> identities_;
@@ -441,9 +456,33 @@ TEST(PyptoRank, NoCoordinatorExitsThreeAfterTheConnectTimeout) {
   EXPECT_NE(result.output.find("no coordinator answered at " + coord.endpoint() +
                                " within 2 s; start pypto-coord run <dir> --agents external "
                                "--bind tcp://*:" +
-                               port + " first, or check the address"),
+                               port + " first, or check the address and that PYPTO_RUN_KEY is"),
             std::string::npos)
       << result.output;
+}
+
+TEST(PyptoRank, WithoutTheRunKeyAnAgentExits3SayingHowTheKeyIsPassed) {
+  ScratchDir dir;
+  FakeCoordinator coord;
+  AgentJob job(coord.endpoint(), dir, {"--connect-timeout", "5"}, "");
+  const SubprocessResult result = job.wait();
+  EXPECT_EQ(result.exit_code, 3) << result.describe() << "\n" << result.output;
+  EXPECT_NE(result.output.find("no run key: neither PYPTO_RUN_KEY nor PYPTO_RUN_KEY_FILE is set"),
+            std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("mpirun -x PYPTO_RUN_KEY"), std::string::npos) << result.output;
+}
+
+TEST(PyptoRank, AnAgentWithAnotherRunsKeyIsNeverAnswered) {
+  ScratchDir dir;
+  FakeCoordinator coord;
+  const wire::RunKeys other = wire::RunKeys::generate();
+  AgentJob job(coord.endpoint(), dir, {"--connect-timeout", "2"}, other.agent_key_text());
+  // The fake coordinator has no ZAP handler, so the wrong server key is what fails here.
+  EXPECT_FALSE(coord.channel().receive(std::chrono::milliseconds(3000)));
+  const SubprocessResult result = job.wait();
+  EXPECT_EQ(result.exit_code, 3) << result.describe() << "\n" << result.output;
+  EXPECT_NE(result.output.find("no coordinator answered at"), std::string::npos) << result.output;
 }
 
 TEST(PyptoRank, CoordinatorOfAnotherVersionIsNamed) {

@@ -39,6 +39,11 @@ Channel Channel::connect(zmq::context_t& context, const std::string& endpoint, i
                          const ChannelOptions& options) {
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   apply_options(socket, options);
+  if (options.curve_client) {
+    socket.set(zmq::sockopt::curve_serverkey, options.curve_client->server_public);
+    socket.set(zmq::sockopt::curve_publickey, options.curve_client->client.public_key);
+    socket.set(zmq::sockopt::curve_secretkey, options.curve_client->client.secret_key);
+  }
   try {
     socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
@@ -55,6 +60,11 @@ Channel Channel::bind(zmq::context_t& context, const std::string& endpoint,
   apply_options(socket, options);
   // Fail loudly instead of dropping a message addressed to a peer that has gone.
   socket.set(zmq::sockopt::router_mandatory, true);
+  if (options.curve_server) {
+    socket.set(zmq::sockopt::curve_server, true);
+    socket.set(zmq::sockopt::curve_secretkey, options.curve_server->secret_key);
+    socket.set(zmq::sockopt::zap_domain, "pypto");
+  }
   try {
     socket.bind(endpoint);
   } catch (const zmq::error_t& e) {

@@ -13,6 +13,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/wire/curve.h"
 #include "common/wire/protocol.h"
 
 namespace pypto::wire {
@@ -29,6 +30,12 @@ struct ChannelOptions {
   // reset. 0 turns it off. The protocol's own HEARTBEAT messages are what decides liveness.
   std::chrono::milliseconds transport_heartbeat{1000};
   std::chrono::milliseconds transport_heartbeat_timeout{10000};
+  // CURVE (common/wire/curve.h). bind(): the coordinator's key pair makes the ROUTER a
+  // CURVE server. connect(): the agent's key makes the DEALER a CURVE client. Unset:
+  // no encryption (unit tests of the framing only; pypto-coord and pypto-rank always
+  // set them).
+  std::optional<CurveKeyPair> curve_server;
+  std::optional<AgentKey> curve_client;
 };
 
 class Channel {

@@ -108,9 +108,11 @@ TEST(L3FailureTest, AgentsWithoutACoordinatorExitWithAClearMessage) {
   const int port = free_tcp_port();
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(port);
   const auto start = Clock::now();
+  std::vector<std::string> env = l3_env("no_coord");
+  env.push_back("PYPTO_RUN_KEY=" + wire::RunKeys::generate().agent_key_text());
   CoordResult r = run_split({kMpirun.string(), "--allow-run-as-root", "--oversubscribe", "-n", "2",
                              kRankBin.string(), "--coord", endpoint, "--connect-timeout", "2"},
-                            l3_env("no_coord"));
+                            env);
   EXPECT_NE(r.exit_code, 0) << r.all();
   EXPECT_LT(seconds_since(start), 30.0);
   EXPECT_TRUE(contains(r.all(), "no coordinator answered at " + endpoint)) << r.all();
@@ -125,10 +127,14 @@ TEST(L3FailureTest, AnAgentOfAnotherProtocolVersionIsRefusedNamingBothVersions) 
       {kCoordBin.string(), "run", dir.string(), "--agents", "external", "--bind", endpoint},
       l3_env("version"), "version_coord");
 
-  // A raw DEALER playing rank 0 of protocol version 2.
+  // A raw DEALER playing rank 0 of protocol version 2, with the run's key.
+  const wire::AgentKey key = wire::parse_agent_key(printed_run_key(coordinator), "the output");
   zmq::context_t context;
   zmq::socket_t dealer(context, zmq::socket_type::dealer);
   dealer.set(zmq::sockopt::linger, 0);
+  dealer.set(zmq::sockopt::curve_serverkey, key.server_public);
+  dealer.set(zmq::sockopt::curve_publickey, key.client.public_key);
+  dealer.set(zmq::sockopt::curve_secretkey, key.client.secret_key);
   dealer.connect(endpoint);
   std::string frame = "PPTO";
   const uint32_t version = wire::kProtocolVersion + 1;

@@ -143,10 +143,19 @@ TEST_P(L3ExternalTest, AgentsLaunchedByTheUsersMpirunRunAndValidate) {
        endpoint, "--startup-timeout", "60"},
       l3_env(name), name);
   const int world = json::parse(slurp(dir / "distributed_meta.json"))["world_size"];
-  CoordResult agents =
-      run_split({kMpirun.string(), "--allow-run-as-root", "--oversubscribe", "-n",
-                 std::to_string(world), kRankBin.string(), "--coord", endpoint},
-                l3_env(name));
+  // The command it prints carries the run's key in the environment, not the argv.
+  const std::string key = printed_run_key(coordinator);
+  ASSERT_EQ(key.size(), 80u) << coordinator.stderr_text();
+  EXPECT_TRUE(contains(coordinator.stderr_text(), "' mpirun -x PYPTO_RUN_KEY -n " +
+                                                      std::to_string(world) +
+                                                      " pypto-rank --coord " + endpoint))
+      << coordinator.stderr_text();
+  std::vector<std::string> env = l3_env(name);
+  env.push_back("PYPTO_RUN_KEY=" + key);
+  CoordResult agents = run_split(
+      {kMpirun.string(), "--allow-run-as-root", "--oversubscribe", "-x", "PYPTO_RUN_KEY", "-n",
+       std::to_string(world), kRankBin.string(), "--coord", endpoint},
+      env);
   EXPECT_EQ(agents.exit_code, 0) << agents.all();
   const auto status = coordinator.job.wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(status);

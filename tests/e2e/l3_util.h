@@ -131,6 +131,19 @@ inline bool wait_for_text(const fs::path& file, const std::string& text,
   return false;
 }
 
+// The run key `pypto-coord run --agents external` prints in the command it asks you to
+// run ("PYPTO_RUN_KEY='<80 characters>' mpirun -x PYPTO_RUN_KEY ..."); empty when it
+// did not print one within `timeout`.
+inline std::string printed_run_key(const Background& coordinator,
+                                   std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const std::string marker = "PYPTO_RUN_KEY='";
+  if (!wait_for_text(coordinator.err, "' mpirun -x PYPTO_RUN_KEY", timeout)) return "";
+  const std::string err = coordinator.stderr_text();
+  const size_t at = err.find(marker);
+  if (at == std::string::npos) return "";
+  return err.substr(at + marker.size(), err.find('\'', at + marker.size()) - at - marker.size());
+}
+
 // A loopback TCP port nobody listens on right now (bound to port 0, then released).
 inline int free_tcp_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
