@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     if (!hostfile.empty()) {
       // The same hosts and launcher for both; pypto-coord adds nothing else.
       bare.insert(bare.end(), {"--hostfile", hostfile});
-      for (const std::string& word : launch::split_command_words(mpirun_args)) bare.push_back(word);
+      for (const std::string& word : pypto::launch::split_command_words(mpirun_args)) bare.push_back(word);
       run.insert(run.end(), {"--hostfile", hostfile, "--mpirun-args", mpirun_args});
     }
     bare.insert(bare.end(), {"-n", std::to_string(world), trivial});

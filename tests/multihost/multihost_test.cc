@@ -182,12 +182,18 @@ TEST_P(EveryBuildTest, UsersOwnMpirunThreePlusFiveValidates) {
       hosts().on(0, {e2e::kCoordBin.string(), "run", dir.string(), "--validate", "--agents",
                      "external", "--bind", endpoint, "--startup-timeout", "120"}),
       run_env(), build.name + "_external_coord");
-  // What a cluster user types on the launch host.
+  // What a cluster user types on the launch host: the command the coordinator
+  // printed, its run key carried to every host by -x (never in the argv).
+  const std::string key = e2e::printed_run_key(coordinator);
+  ASSERT_EQ(key.size(), 80u) << coordinator.stderr_text();
+  std::vector<std::string> env = run_env();
+  env.push_back("PYPTO_RUN_KEY=" + key);
   const CoordResult agents = e2e::run_split(
       hosts().on(0, {e2e::kMpirun.string(), "--allow-run-as-root", "--hostfile", hostfile.string(),
-                     "--mca", "plm_rsh_agent", hosts().ssh(), "--bind-to", "none", "-n",
-                     std::to_string(world), e2e::kRankBin.string(), "--coord", endpoint}),
-      run_env());
+                     "--mca", "plm_rsh_agent", hosts().ssh(), "--bind-to", "none", "-x",
+                     "PYPTO_RUN_KEY", "-n", std::to_string(world), e2e::kRankBin.string(),
+                     "--coord", endpoint}),
+      env);
   EXPECT_EQ(agents.exit_code, 0) << agents.all();
   const auto status = coordinator.job.wait_for(std::chrono::seconds(120));
   ASSERT_TRUE(status) << "the coordinator did not finish";
@@ -368,6 +374,50 @@ TEST_F(MultiHostTest, RankThatCannotReachTheCoordinatorIsInfraNamingTheAddress) 
   EXPECT_TRUE(contains(r.err, endpoint)) << r.all();
   EXPECT_TRUE(contains(r.err, "missing rank(s) 1")) << r.all();
   EXPECT_LE(seconds, 8.0 + 10.0) << r.all();
+}
+
+// An impostor on a third host that knows the port but not the run's key: its
+// handshake is refused and logged, and the run across h0 and h1 still passes.
+TEST_F(MultiHostTest, ImpostorOnAThirdHostWithoutTheKeyIsRefused) {
+  const fs::path dir = e2e::copy_fixture("l3/allreduce_w2", "impostor");
+  const int port = e2e::free_tcp_port();
+  const std::string endpoint = "tcp://" + hosts().address(0) + ":" + std::to_string(port);
+  e2e::Background coordinator = e2e::start_background(
+      hosts().on(0, {e2e::kCoordBin.string(), "run", dir.string(), "--validate", "--agents",
+                     "external", "--bind", endpoint, "--startup-timeout", "120"}),
+      run_env(), "impostor_coord");
+  const std::string key = e2e::printed_run_key(coordinator);
+  ASSERT_EQ(key.size(), 80u) << coordinator.stderr_text();
+  // The impostor: a real pypto-rank on h2 pointed at the port, with a key of its
+  // own making (well formed, not the run's).
+  std::string forged = key;
+  for (size_t i = 40; i < forged.size(); ++i) forged[i] = forged[i] == 'a' ? 'b' : 'a';
+  std::vector<std::string> impostor_env = run_env();
+  impostor_env.push_back("PYPTO_RUN_KEY=" + forged);
+  const CoordResult impostor = e2e::run_split(
+      hosts().on(2, {e2e::kMpirun.string(), "--allow-run-as-root", "-n", "1",
+                     e2e::kRankBin.string(), "--coord", endpoint, "--connect-timeout", "5"}),
+      impostor_env);
+  EXPECT_NE(impostor.exit_code, 0) << impostor.all();
+  // The real agents, on h0 and h1, with the key.
+  std::vector<std::string> env = run_env();
+  env.push_back("PYPTO_RUN_KEY=" + key);
+  const CoordResult agents = e2e::run_split(
+      hosts().on(0, {e2e::kMpirun.string(), "--allow-run-as-root", "--hostfile",
+                     hosts().hostfile({1, 1}, "impostor.hosts").string(), "--mca",
+                     "plm_rsh_agent", hosts().ssh(), "--bind-to", "none", "-x", "PYPTO_RUN_KEY",
+                     "-n", "2", e2e::kRankBin.string(), "--coord", endpoint}),
+      env);
+  EXPECT_EQ(agents.exit_code, 0) << agents.all();
+  const auto status = coordinator.job.wait_for(std::chrono::seconds(120));
+  ASSERT_TRUE(status) << "the coordinator did not finish";
+  EXPECT_EQ(status->code, 0) << coordinator.stderr_text();
+  EXPECT_TRUE(contains(coordinator.stdout_text(), "validation: passed"))
+      << coordinator.stdout_text() << coordinator.stderr_text();
+  // Refused at the handshake and logged with the impostor's address.
+  EXPECT_TRUE(contains(coordinator.stderr_text(), hosts().address(2)))
+      << coordinator.stderr_text();
+  EXPECT_EQ(hosts_in_report(dir).count(hosts().hostname(2)), 0u);
 }
 
 TEST_F(MultiHostTest, LoopbackBindWithOtherHostsIsRefused) {
