@@ -143,6 +143,17 @@ Tensor Tensor::allocate(DType dtype, const Shape& shape, bool zero_fill) {
 
 Tensor Tensor::empty(DType dtype, const Shape& shape) { return allocate(dtype, shape, true); }
 
+Tensor Tensor::adopt(std::shared_ptr<std::byte> data, DType dtype, const Shape& shape) {
+  checked_numel("Tensor::adopt", dtype, shape);
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = row_major_strides(shape);
+  t.owner_ = std::move(data);
+  t.base_ = t.owner_.get();
+  return t;
+}
+
 Tensor Tensor::borrow(void* data, DType dtype, const Shape& shape, const Shape& strides,
                       int64_t offset) {
   constexpr const char* kWhere = "Tensor::borrow";

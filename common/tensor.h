@@ -40,6 +40,10 @@ class Tensor {
   static Tensor borrow(void* data, DType dtype, const Shape& shape, const Shape& strides = {},
                        int64_t offset = 0);
 
+  // A C-contiguous tensor over `data`, which it keeps alive (with every copy or
+  // slice of it): memory owned elsewhere, e.g. a received message. No copy.
+  static Tensor adopt(std::shared_ptr<std::byte> data, DType dtype, const Shape& shape);
+
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   const Shape& strides() const { return strides_; }

@@ -114,6 +114,23 @@ TEST(TensorTest, BorrowViewsCallerMemory) {
   EXPECT_EQ(copy.data_as<int16_t>()[0], 0);
 }
 
+TEST(TensorTest, AdoptKeepsItsOwnerAliveWithoutCopying) {
+  auto buffer = std::make_shared<std::vector<float>>(6, 1.5f);
+  std::weak_ptr<std::vector<float>> alive = buffer;
+  std::shared_ptr<std::byte> bytes(buffer, reinterpret_cast<std::byte*>(buffer->data()));
+  const void* where = buffer->data();
+  buffer.reset();
+  Tensor t = Tensor::adopt(std::move(bytes), DType::kF32, {2, 3});
+  EXPECT_EQ(t.data(), where);
+  EXPECT_TRUE(t.is_contiguous());
+  Tensor row = t.slice({1, 0}, {1, 3});
+  t = Tensor();
+  EXPECT_FALSE(alive.expired());  // the slice still holds it
+  EXPECT_EQ(row.data_as<float>()[2], 1.5f);
+  row = Tensor();
+  EXPECT_TRUE(alive.expired());
+}
+
 TEST(TensorTest, BorrowRejectsBadLayouts) {
   float buf[8] = {};
   std::string msg = program_error([&] { Tensor::borrow(buf, DType::kF32, {2, 4}, {4}); });

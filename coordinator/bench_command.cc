@@ -31,13 +31,27 @@ std::vector<InputOverride> parse_inputs(const std::vector<std::string>& texts) {
   return inputs;
 }
 
+// What --resident did: which parameters were resident, and the one upload and download.
+struct ResidentReport {
+  std::vector<std::string> params;
+  std::vector<std::string> host_params;  // "w (why)"
+  double upload_ms = 0;
+  double download_ms = 0;
+};
+
 void print(const std::string& what, const RoundStats& s, double prepare_ms, bool json,
-           std::ostream& out) {
+           std::ostream& out, const ResidentReport* resident = nullptr) {
   if (json) {
     Json j;
     j["program"] = what;
     j["rounds"] = s.rounds;
     j["prepare_ms"] = prepare_ms;
+    if (resident) {
+      j["resident"] = resident->params;
+      j["host_params"] = resident->host_params;
+      j["upload_ms"] = resident->upload_ms;
+      j["download_ms"] = resident->download_ms;
+    }
     j["min_ms"] = s.min;
     j["median_ms"] = s.median;
     j["mean_ms"] = s.mean;
@@ -49,6 +63,56 @@ void print(const std::string& what, const RoundStats& s, double prepare_ms, bool
   out << what << ": prepared in " << ms_text(prepare_ms) << "; " << s.rounds << " round(s): "
       << "min " << ms_text(s.min) << ", median " << ms_text(s.median) << ", mean "
       << ms_text(s.mean) << ", p90 " << ms_text(s.p90) << ", max " << ms_text(s.max) << "\n";
+  if (!resident) return;
+  auto list = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+    return text.empty() ? std::string("none") : text;
+  };
+  out << "resident: " << list(resident->params) << " (uploaded once in "
+      << ms_text(resident->upload_ms) << ", downloaded once in " << ms_text(resident->download_ms)
+      << ")";
+  if (!resident->host_params.empty()) out << "; shipped every round: " << list(resident->host_params);
+  out << "\n";
+}
+
+// Binds every parameter that can be to a resident tensor: stacked when each rank uses
+// only its own row, replicated when the dispatches only read it.
+std::vector<RunArgument> bind_resident(DistributedWorker& worker,
+                                       const DistributedCompiledProgram& program,
+                                       const std::vector<Tensor>& host_args,
+                                       ResidentReport& report) {
+  std::vector<RunArgument> args;
+  const auto start = Clock::now();
+  for (size_t p = 0; p < program.params().size(); ++p) {
+    const ParamInfo& param = program.params()[p];
+    const auto stacked = resident_binding_problem(program, param, ResidentLayout::kStacked);
+    const auto replicated = resident_binding_problem(program, param, ResidentLayout::kReplicated);
+    if (stacked && replicated) {
+      report.host_params.push_back(param.name + " (" + *stacked + ")");
+      args.emplace_back(host_args[p]);
+      continue;
+    }
+    ResidentTensor tensor =
+        !stacked ? worker.alloc_stacked_tensor(
+                       param.dtype, Shape(host_args[p].shape().begin() + 1, host_args[p].shape().end()))
+                 : worker.alloc_tensor(param.dtype, host_args[p].shape());
+    if (param.is_input()) worker.copy_to(tensor, host_args[p]);
+    report.params.push_back(param.name);
+    args.emplace_back(std::move(tensor));
+  }
+  report.upload_ms = ms_since(start);
+  return args;
+}
+
+void download_resident(DistributedWorker& worker, const DistributedCompiledProgram& program,
+                       std::vector<RunArgument>& args, std::vector<Tensor>& host_args,
+                       ResidentReport& report) {
+  const auto start = Clock::now();
+  for (size_t p = 0; p < args.size(); ++p)
+    if (auto* tensor = std::get_if<ResidentTensor>(&args[p]))
+      if (program.params()[p].is_output()) worker.copy_from(*tensor, host_args[p]);
+  report.download_ms = ms_since(start);
 }
 
 }  // namespace
@@ -62,6 +126,9 @@ void add_bench_args(CLI::App& cmd, BenchArgs& args) {
   cmd.add_option("--input", args.inputs,
                  "NAME=FILE.npy: data of In/InOut parameter NAME instead of golden/inputs");
   cmd.add_flag("--json", args.json, "print the statistics as JSON");
+  cmd.add_flag("--resident", args.resident,
+               "L3: keep the parameters in the agents (resident tensors): upload once, run the "
+               "rounds on resident data, download once");
   cmd.add_flag("--keep-windows", args.keep_windows,
                "L3: do not zero the windows between rounds (they persist, as the kernels left "
                "them)");
@@ -100,25 +167,33 @@ int run_bench(const BenchArgs& args, std::ostream& out) {
     const auto start = Clock::now();
     std::unique_ptr<DistributedWorker> worker = DistributedWorker::prepare(program, settings.agents);
     const double prepare_ms = ms_since(start);
-    for (int i = 0; i < args.warmup; ++i) worker->run(program, host_args, options);
+    ResidentReport report;
+    std::vector<RunArgument> run_args =
+        args.resident ? bind_resident(*worker, program, host_args, report)
+                      : std::vector<RunArgument>(host_args.begin(), host_args.end());
+    for (int i = 0; i < args.warmup; ++i) worker->run(program, run_args, options);
     for (int i = 0; i < args.rounds; ++i) {
       const auto round = Clock::now();
-      worker->run(program, host_args, options);
+      worker->run(program, run_args, options);
       rounds.push_back(ms_since(round));
     }
+    if (args.resident) download_resident(*worker, program, run_args, host_args, report);
     worker->close();
     print(program.name() + " (L3, " + std::to_string(program.world_size()) + " ranks)",
-          round_stats(rounds), prepare_ms, args.json, out);
+          round_stats(rounds), prepare_ms, args.json, out, args.resident ? &report : nullptr);
     return 0;
   }
 
+  if (args.resident)
+    throw UsageError("--resident is for L3 builds: " + args.dir +
+                     " is a single-chip (L2) build, whose tensors are in this process already");
   const CompiledProgram program = load_l2_program(args.dir, args.dispatch.platform, "bench");
   std::vector<Tensor> tensors = prepare_arguments(program, inputs).tensors;
   ChipWorker worker(settings.config_for(program.platform()), settings.cores);
   const auto start = Clock::now();
-  worker.run(program, tensors, settings.context());  // assembles and loads once
+  worker.prepare(program, settings.context());  // assembles and loads once
   const double prepare_ms = ms_since(start);
-  for (int i = 1; i < args.warmup; ++i) worker.run(program, tensors, settings.context());
+  for (int i = 0; i < args.warmup; ++i) worker.run(program, tensors, settings.context());
   for (int i = 0; i < args.rounds; ++i) {
     const auto round = Clock::now();
     worker.run(program, tensors, settings.context());

@@ -3,7 +3,9 @@
 // L3 build the agents launched, shipped and readied — then run `--warmup`
 // untimed and `--rounds` timed times with its golden (or --input) data, the
 // way a DistributedWorker or ChipWorker serves repeated calls. Prints the
-// statistics of the round times; --json prints them as JSON.
+// statistics of the round times; --json prints them as JSON. --resident (L3)
+// binds every parameter it can to a resident tensor (docs/resident-tensors.md):
+// uploaded once before the rounds, downloaded once after them.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -23,6 +25,7 @@ struct BenchArgs {
   int warmup = 3;
   bool json = false;
   bool keep_windows = false;
+  bool resident = false;  // L3: inputs uploaded once, rounds on resident data
   DispatchFlags dispatch;
 };
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "coordinator/bench_command.h"
 #include "coordinator/exec_command.h"
@@ -31,6 +32,7 @@ void add_log_level(CLI::App& cmd, GlobalOptions& global) {
 }  // namespace
 
 int pypto_coord_main(int argc, char** argv) {
+  keep_large_blocks_in_heap();  // host tensors and frames of every run reuse pages
   CLI::App app{"pypto-coord: load a PyPTO build directory and drive it"};
   app.require_subcommand(1);
   GlobalOptions global;

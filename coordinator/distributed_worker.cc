@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "common/wire/manifest.h"
+#include "common/wire/tensor_frame.h"
 #include "coordinator/agent_pool.h"
 #include "coordinator/interrupt.h"
 #include "launch/hostfile.h"
@@ -57,10 +58,16 @@ constexpr milliseconds kStopGrace{std::chrono::seconds(2)};
 constexpr int kClockRounds = 5;
 constexpr milliseconds kClockProbeTime{std::chrono::seconds(3)};
 
-zmq::message_t frame_of_tensor(const Tensor& tensor) {
-  const Tensor packed = tensor.is_contiguous() ? tensor : tensor.contiguous();
-  std::span<const std::byte> bytes = packed.bytes();
-  return zmq::message_t(bytes.data(), bytes.size());
+// Tells the workers apart, so a resident tensor of another worker is refused.
+std::atomic<uint64_t> next_worker_serial{1};
+
+const char* resident_op_name(uint8_t op) {
+  switch (op) {
+    case wire::Resident::kAlloc: return "allocation";
+    case wire::Resident::kWrite: return "copy_to";
+    case wire::Resident::kRead: return "copy_from";
+    default: return "free";
+  }
 }
 
 // The box of a host parameter or intermediate that a dispatch argument names (a
@@ -106,6 +113,40 @@ uint64_t PrepareReport::bytes_shipped() const {
   return total;
 }
 
+struct ResidentTensor::State {
+  uint64_t id = 0;
+  uint64_t worker = 0;  // the serial of the worker that allocated it
+  DType dtype = DType::kF32;
+  Shape shape;
+  ResidentLayout layout = ResidentLayout::kStacked;
+  bool freed = false;
+  // What each rank holds: [1, ...] of a stacked tensor (the row [r]), the whole of a
+  // replicated one.
+  Shape part_shape() const {
+    Shape part = shape;
+    if (layout == ResidentLayout::kStacked) part[0] = 1;
+    return part;
+  }
+};
+
+const ResidentTensor::State& ResidentTensor::state() const {
+  if (!state_)
+    throw UsageError("an empty ResidentTensor (allocate it with alloc_stacked_tensor or alloc_tensor)");
+  return *state_;
+}
+
+DType ResidentTensor::dtype() const { return state().dtype; }
+const Shape& ResidentTensor::shape() const { return state().shape; }
+ResidentLayout ResidentTensor::layout() const { return state().layout; }
+uint64_t ResidentTensor::id() const { return state().id; }
+bool ResidentTensor::freed() const { return state().freed; }
+std::string ResidentTensor::describe() const {
+  if (!state_) return "an empty ResidentTensor";
+  return std::string("resident ") + dtype_name(state_->dtype) + shape_string(state_->shape) + " (" +
+         (state_->layout == ResidentLayout::kStacked ? "stacked" : "replicated") + ", id " +
+         std::to_string(state_->id) + ")";
+}
+
 // A program the agents hold: its id on the wire, its windows, each rank's manifest.
 struct DistributedWorker::Build {
   std::string id;
@@ -119,7 +160,10 @@ struct DistributedWorker::Build {
 // One thing a rank must do for a run, in its order.
 struct DistributedWorker::WorkItem {
   std::shared_ptr<RunHandle::State> run;
-  bool reset = false;  // RESET of the build's windows, else a dispatch
+  bool reset = false;  // RESET of the build's windows, else a dispatch or a RESIDENT
+  std::optional<wire::Resident> resident;
+  Tensor resident_src;  // a write's bytes: this rank's part of the caller's tensor
+  Tensor resident_dst;  // a read's destination: a view of the caller's tensor
   const Dispatch* dispatch = nullptr;
   uint64_t index = 0;  // k
   uint64_t request_id = 0;
@@ -127,12 +171,21 @@ struct DistributedWorker::WorkItem {
 };
 
 struct RunHandle::State {
-  const DistributedCompiledProgram* program = nullptr;
+  const DistributedCompiledProgram* program = nullptr;  // null for resident operations
   const DistributedWorker::Build* build = nullptr;
-  std::vector<Tensor> args;
+  std::vector<Tensor> args;              // Tensor() where a resident tensor is bound
+  std::vector<ResidentTensor> resident;  // by parameter: the bound ones valid
   std::vector<Tensor> intermediates;  // host_orch.json's, zero-filled per run
   DistributedRunOptions options;
   size_t pending = 0;
+
+  // The resident tensor bound to the parameter `arg` names, if any.
+  const ResidentTensor* resident_for(const HostArg& arg) const {
+    const auto& params = program->params();
+    for (size_t p = 0; p < params.size(); ++p)
+      if (params[p].name == arg.param) return resident[p].valid() ? &resident[p] : nullptr;
+    return nullptr;  // an intermediate
+  }
   bool finished = false;
   Clock::time_point start;
   DistributedRunResult result;
@@ -148,6 +201,8 @@ struct DistributedWorker::Impl {
   std::vector<std::optional<WorkItem>> outstanding;  // by rank: sent, not answered
   std::deque<std::shared_ptr<RunHandle::State>> in_flight;
   uint64_t next_request_id = 1;
+  uint64_t serial = next_worker_serial++;
+  uint64_t next_resident_id = 1;
   std::exception_ptr failure;
   bool closed = false;
   // Every use of the pool and the queues holds `mu`: the caller's thread in
@@ -430,14 +485,121 @@ void DistributedWorker::fail(const std::exception& error) {
   impl_->closed = true;
 }
 
+namespace {
+
+// "x[2:3, 0:1024]", the box a dispatch argument names, for messages.
+std::string box_text(const HostArg& arg) {
+  std::string text = arg.param + "[";
+  for (size_t d = 0; d < arg.offsets.size(); ++d)
+    text += (d ? ", " : "") + std::to_string(arg.offsets[d]) + ":" +
+            std::to_string(arg.offsets[d] + arg.shape[d]);
+  return text + "]";
+}
+
+// Whether every dispatch may use resident tensor `tensor` for parameter `param`.
+void check_binding(const DistributedCompiledProgram& program, const ParamInfo& param,
+                   const ResidentTensor& tensor) {
+  bool shape_ok = tensor.shape().size() == param.shape.size();
+  for (size_t d = 0; shape_ok && d < param.shape.size(); ++d)
+    shape_ok = param.shape[d] == kDynamicExtent || param.shape[d] == tensor.shape()[d];
+  if (tensor.dtype() != param.dtype || !shape_ok)
+    throw UsageError("argument '" + param.name + "' must be " + param.type_string() + ", given " +
+                     tensor.describe());
+  if (auto problem = resident_binding_problem(program, param, tensor.layout()))
+    throw UsageError("argument '" + param.name + "' is bound to " + tensor.describe() + ", " +
+                     *problem);
+}
+
+}  // namespace
+
+std::optional<std::string> resident_binding_problem(const DistributedCompiledProgram& program,
+                                                    const ParamInfo& param, ResidentLayout layout) {
+  const bool stacked = layout == ResidentLayout::kStacked;
+  if (stacked && (param.shape.empty() || param.shape[0] != program.world_size()))
+    return "which has one row per rank, but the parameter is " + param.type_string() +
+           ", not [" + std::to_string(program.world_size()) + ", ...]";
+  for (int64_t r = 0; r < program.world_size(); ++r) {
+    uint64_t k = 0;
+    for (const Dispatch* dispatch : program.dispatches_of(r)) {
+      const OrchestrationInfo* orch = program.chip(r).config.find_orchestration(dispatch->program);
+      for (size_t i = 0; i < dispatch->args.size(); ++i) {
+        const HostArg& arg = dispatch->args[i];
+        if (arg.kind != HostArgKind::kHost || arg.param != param.name) continue;
+        const std::string where = "dispatch d" + std::to_string(k) + " ('" + dispatch->program +
+                                  "') of rank " + std::to_string(r);
+        if (stacked && (arg.offsets.empty() || arg.offsets[0] != r || arg.shape[0] != 1))
+          return "whose row [" + std::to_string(r) + "] lives on rank " + std::to_string(r) +
+                 ", but " + where + " uses " + box_text(arg) +
+                 "; pass a host tensor for it, or a replicated resident tensor (alloc_tensor) "
+                 "when the dispatches only read it";
+        if (!stacked && orch->signature.at(i) != ArgKind::kIn)
+          return "which dispatches may only read, but " + where + " writes " + box_text(arg) +
+                 "; use a stacked resident tensor (alloc_stacked_tensor) or a host tensor";
+      }
+      ++k;
+    }
+  }
+  return std::nullopt;
+}
+
+void DistributedWorker::check_resident(const ResidentTensor& tensor, const char* operation) const {
+  if (!tensor.valid())
+    throw UsageError(std::string(operation) +
+                     ": an empty ResidentTensor (allocate it with alloc_stacked_tensor or "
+                     "alloc_tensor)");
+  if (tensor.state_->worker != impl_->serial)
+    throw UsageError(std::string(operation) + ": " + tensor.describe() +
+                     " belongs to another DistributedWorker; a resident tensor lives in the "
+                     "agents of the worker that allocated it");
+  if (tensor.state_->freed)
+    throw UsageError(std::string(operation) + ": " + tensor.describe() +
+                     " was freed; allocate a new one");
+}
+
 RunHandle DistributedWorker::submit(const DistributedCompiledProgram& program,
                                     std::vector<Tensor> host_args,
                                     const DistributedRunOptions& options) {
+  return submit(program, std::vector<RunArgument>(std::make_move_iterator(host_args.begin()),
+                                                  std::make_move_iterator(host_args.end())),
+                options);
+}
+
+RunHandle DistributedWorker::submit(const DistributedCompiledProgram& program,
+                                    std::vector<RunArgument> args,
+                                    const DistributedRunOptions& options) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  return submit_locked(program, std::move(args), options);
+}
+
+RunHandle DistributedWorker::submit_locked(const DistributedCompiledProgram& program,
+                                           std::vector<RunArgument> args,
+                                           const DistributedRunOptions& options) {
   check_alive();
   const Build& build = build_of(program);
   // Same checks as a single chip: one tensor per parameter, declared dtype and shape.
-  check_arguments(program.params(), host_args);
+  const std::vector<ParamInfo>& params = program.params();
+  std::vector<Tensor> host_args(args.size());
+  std::vector<ResidentTensor> resident(args.size());
+  std::vector<ParamInfo> host_params;
+  std::vector<Tensor> shipped;
+  for (size_t p = 0; p < args.size(); ++p) {
+    if (auto* tensor = std::get_if<Tensor>(&args[p])) {
+      host_args[p] = std::move(*tensor);
+      if (p < params.size()) {
+        host_params.push_back(params[p]);
+        shipped.push_back(host_args[p]);
+      }
+    } else {
+      resident[p] = std::get<ResidentTensor>(args[p]);
+    }
+  }
+  if (args.size() != params.size()) check_arguments(params, host_args);  // names the count
+  check_arguments(host_params, shipped);
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (!resident[p].valid() && !std::holds_alternative<ResidentTensor>(args[p])) continue;
+    check_resident(resident[p], ("run of " + program.dir().string()).c_str());
+    check_binding(program, params[p], resident[p]);
+  }
   while (impl_->in_flight.size() >= static_cast<size_t>(kMaxInFlight))
     pump_until_done(*impl_->in_flight.front());
 
@@ -445,6 +607,7 @@ RunHandle DistributedWorker::submit(const DistributedCompiledProgram& program,
   state->program = &program;
   state->build = &build;
   state->args = std::move(host_args);
+  state->resident = std::move(resident);
   for (const ParamInfo& t : program.host_orch().intermediates)
     state->intermediates.push_back(Tensor::empty(t.dtype, t.shape));
   state->options = options;
@@ -492,6 +655,108 @@ DistributedRunResult DistributedWorker::run(const DistributedCompiledProgram& pr
   return result;
 }
 
+DistributedRunResult DistributedWorker::run(const DistributedCompiledProgram& program,
+                                            std::vector<RunArgument>& args,
+                                            const DistributedRunOptions& options) {
+  RunHandle handle = submit(program, args, options);
+  return handle.wait();
+}
+
+ResidentTensor DistributedWorker::alloc_stacked_tensor(DType dtype, const Shape& part_shape) {
+  Shape shape{world_};
+  shape.insert(shape.end(), part_shape.begin(), part_shape.end());
+  ResidentTensor tensor;
+  tensor.state_ = std::make_shared<ResidentTensor::State>();
+  tensor.state_->dtype = dtype;
+  tensor.state_->shape = shape;
+  tensor.state_->layout = ResidentLayout::kStacked;
+  resident_op(tensor, wire::Resident::kAlloc, nullptr, nullptr);
+  return tensor;
+}
+
+ResidentTensor DistributedWorker::alloc_tensor(DType dtype, const Shape& shape) {
+  ResidentTensor tensor;
+  tensor.state_ = std::make_shared<ResidentTensor::State>();
+  tensor.state_->dtype = dtype;
+  tensor.state_->shape = shape;
+  tensor.state_->layout = ResidentLayout::kReplicated;
+  resident_op(tensor, wire::Resident::kAlloc, nullptr, nullptr);
+  return tensor;
+}
+
+void DistributedWorker::copy_to(const ResidentTensor& dst, const Tensor& src) {
+  resident_op(dst, wire::Resident::kWrite, &src, nullptr);
+}
+
+void DistributedWorker::copy_from(const ResidentTensor& src, Tensor& dst) {
+  resident_op(src, wire::Resident::kRead, nullptr, &dst);
+}
+
+void DistributedWorker::free(ResidentTensor& tensor) {
+  resident_op(tensor, wire::Resident::kFree, nullptr, nullptr);
+  tensor.state_->freed = true;
+}
+
+void DistributedWorker::resident_op(const ResidentTensor& tensor, uint8_t op, const Tensor* src,
+                                    Tensor* dst) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  check_alive();
+  const char* name = resident_op_name(op);
+  ResidentTensor::State& t = *tensor.state_;
+  if (op == wire::Resident::kAlloc) {
+    for (int64_t extent : t.shape)
+      if (extent < 0)
+        throw UsageError("allocating a resident tensor of shape " + shape_string(t.shape) +
+                         ": extents must be non-negative");
+    t.worker = impl_->serial;
+    t.id = impl_->next_resident_id++;
+  } else {
+    check_resident(tensor, name);
+  }
+  for (const Tensor* host : {src, static_cast<const Tensor*>(dst)})
+    if (host && (host->dtype() != t.dtype || host->shape() != t.shape))
+      throw UsageError(std::string(name) + ": " + tensor.describe() + " and the host tensor " +
+                       host->describe() + " differ in dtype or shape");
+  while (impl_->in_flight.size() >= static_cast<size_t>(kMaxInFlight))
+    pump_until_done(*impl_->in_flight.front());
+
+  auto state = std::make_shared<RunHandle::State>();
+  state->start = Clock::now();
+  const bool stacked = t.layout == ResidentLayout::kStacked;
+  const Shape part = t.part_shape();
+  for (int r = 0; r < world_; ++r) {
+    // A replicated tensor reads back from rank 0: the dispatches never write it.
+    if (op == wire::Resident::kRead && !stacked && r > 0) break;
+    WorkItem item;
+    item.run = state;
+    wire::Resident message;
+    message.op = op;
+    message.id = t.id;
+    if (op == wire::Resident::kAlloc) {
+      message.dtype = dtype_name(t.dtype);
+      message.shape = part;
+    }
+    Shape offsets(t.shape.size(), 0);
+    if (stacked) offsets[0] = r;
+    if (src) {
+      item.resident_src = stacked ? src->slice(offsets, part) : *src;
+      message.nbytes = item.resident_src.nbytes();
+    }
+    if (dst) item.resident_dst = stacked ? dst->slice(offsets, part) : *dst;
+    item.resident = std::move(message);
+    impl_->queues[static_cast<size_t>(r)].push_back(std::move(item));
+    ++state->pending;
+  }
+  impl_->in_flight.push_back(state);
+  try {
+    for (int r = 0; r < world_; ++r) feed(r);
+  } catch (const std::exception& e) {
+    fail(e);
+    throw;
+  }
+  pump_until_done(*state);
+}
+
 // Sends rank r's next work item when it is idle.
 void DistributedWorker::feed(int rank) {
   std::optional<WorkItem>& outstanding = impl_->outstanding[static_cast<size_t>(rank)];
@@ -511,6 +776,18 @@ void DistributedWorker::feed(int rank) {
     return;
   }
 
+  if (item.resident) {
+    std::vector<zmq::message_t> frames;
+    if (item.resident->op == wire::Resident::kWrite)
+      frames.push_back(wire::frame_of_tensor(item.resident_src));
+    item.deadline = Clock::now() + kDefaultDispatchTimeout;
+    pool.set_activity(rank, std::string("the ") + resident_op_name(item.resident->op) +
+                                " of resident tensor " + std::to_string(item.resident->id));
+    pool.send(rank, *item.resident, std::move(frames), item.request_id);
+    outstanding = std::move(item);
+    return;
+  }
+
   const Dispatch& plan = *item.dispatch;
   const OrchestrationInfo* orch = run.program->chip(rank).config.find_orchestration(plan.program);
   wire::Dispatch message;
@@ -523,6 +800,18 @@ void DistributedWorker::feed(int rank) {
     wire::DispatchArg wire_arg;
     switch (arg.kind) {
       case HostArgKind::kHost: {
+        if (const ResidentTensor* resident = run.resident_for(arg)) {
+          // check_binding made sure the box lies in this rank's part.
+          wire_arg.kind = wire::DispatchArg::kResident;
+          wire_arg.resident_id = resident->id();
+          wire_arg.offsets = arg.offsets;
+          if (resident->layout() == ResidentLayout::kStacked) wire_arg.offsets[0] = 0;
+          wire_arg.tensor.name = arg.param;
+          wire_arg.tensor.dtype = dtype_name(resident->dtype());
+          wire_arg.tensor.shape = arg.shape;
+          wire_arg.tensor.direction = arg_kind_name(orch->signature.at(i));
+          break;
+        }
         const Tensor box = host_box(*run.program, run.args, run.intermediates, arg);
         wire_arg.kind = wire::DispatchArg::kTensor;
         wire_arg.tensor.name = arg.param;
@@ -531,7 +820,7 @@ void DistributedWorker::feed(int rank) {
         wire_arg.tensor.direction = arg_kind_name(orch->signature.at(i));
         if (wire_arg.tensor.direction != "Out") {
           wire_arg.tensor.nbytes = box.nbytes();
-          frames.push_back(frame_of_tensor(box));
+          frames.push_back(wire::frame_of_tensor(box));
         }
         break;
       }
@@ -599,6 +888,17 @@ bool DistributedWorker::pump(Clock::time_point deadline) {
   if (item.reset) {
     const wire::Ready& ready = decoded.as<wire::Ready>();
     if (!ready.ok) raise(ready.error);
+  } else if (item.resident) {
+    const wire::ResidentDone& done = decoded.as<wire::ResidentDone>();
+    if (!done.ok) raise(done.error);
+    if (item.resident->op == wire::Resident::kRead) {
+      Tensor& dst = item.resident_dst;
+      if (!done.has_data || done.nbytes != dst.nbytes())
+        throw InfraError("rank " + std::to_string(r) + " returned " + std::to_string(done.nbytes) +
+                         " bytes of resident tensor " + std::to_string(done.id) + ", not its " +
+                         std::to_string(dst.nbytes()));
+      dst.copy_from(Tensor::borrow(decoded.payloads[0].data(), dst.dtype(), dst.shape()));
+    }
   } else {
     wire::DispatchDone& done = decoded.as<wire::DispatchDone>();
     if (!done.ok) raise(done.error);
@@ -608,7 +908,7 @@ bool DistributedWorker::pump(Clock::time_point deadline) {
     const OrchestrationInfo* orch = run.program->chip(r).config.find_orchestration(plan.program);
     for (size_t i = 0; i < plan.args.size(); ++i) {
       const HostArg& arg = plan.args[i];
-      if (arg.kind != HostArgKind::kHost) continue;
+      if (arg.kind != HostArgKind::kHost || run.resident_for(arg)) continue;
       const ArgKind kind = orch->signature.at(i);
       if (kind != ArgKind::kOut && kind != ArgKind::kInOut) continue;
       Tensor box = host_box(*run.program, run.args, run.intermediates, arg);

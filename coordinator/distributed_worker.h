@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "artifact/distributed_compiled_program.h"
@@ -117,6 +118,43 @@ struct DistributedRunResult {
 
 class DistributedWorker;
 
+// How a resident tensor is spread over the ranks (docs/resident-tensors.md).
+enum class ResidentLayout {
+  kStacked,     // shape [world, ...]: rank r holds [r] (alloc_stacked_tensor)
+  kReplicated,  // every rank holds a copy of the whole (alloc_tensor); dispatches only read it
+};
+
+// A tensor that lives in the agents across runs, until freed or the worker ends:
+// a handle (copies share it), made by DistributedWorker::alloc_stacked_tensor or
+// alloc_tensor. Bound to a host parameter of a run, it is neither shipped to the
+// ranks nor returned: each rank's kernels read and write its part in place.
+class ResidentTensor {
+ public:
+  ResidentTensor() = default;
+  DType dtype() const;
+  const Shape& shape() const;  // as a host parameter sees it
+  ResidentLayout layout() const;
+  uint64_t id() const;
+  bool freed() const;
+  bool valid() const { return state_ != nullptr; }
+  std::string describe() const;  // "resident f32[8, 1024] (stacked, id 3)"
+
+ private:
+  friend class DistributedWorker;
+  struct State;
+  const State& state() const;  // throws UsageError when empty
+  std::shared_ptr<State> state_;
+};
+
+// One argument of a run: a host tensor (shipped for the run) or a resident tensor.
+using RunArgument = std::variant<Tensor, ResidentTensor>;
+
+// Why host parameter `param` of `program` cannot be bound to a resident tensor of
+// `layout` (a stacked one must be used by rank r only in its row [r], a replicated
+// one only read), or nullopt when it can.
+std::optional<std::string> resident_binding_problem(const DistributedCompiledProgram& program,
+                                                    const ParamInfo& param, ResidentLayout layout);
+
 // A submitted run. Holds the host arguments until it completes; wait() returns when
 // it has (pumping the worker), then args() hold the outputs.
 class RunHandle {
@@ -158,6 +196,25 @@ class DistributedWorker {
   RunHandle submit(const DistributedCompiledProgram& program, std::vector<Tensor> host_args,
                    const DistributedRunOptions& options = {});
 
+  // The same with some parameters bound to resident tensors (docs/resident-tensors.md).
+  // A resident tensor must be this worker's, not freed, of the parameter's dtype and
+  // shape; a stacked one must be used by each rank's dispatches only in its own part
+  // [r], a replicated one only read. Violations throw UsageError before anything runs.
+  DistributedRunResult run(const DistributedCompiledProgram& program,
+                           std::vector<RunArgument>& args, const DistributedRunOptions& options = {});
+  RunHandle submit(const DistributedCompiledProgram& program, std::vector<RunArgument> args,
+                   const DistributedRunOptions& options = {});
+
+  // Resident tensors: allocated zero-filled on the ranks, filled with copy_to, read
+  // back with copy_from (each waits for the runs submitted before it), freed with
+  // free() or when the worker closes or fails. Throw UsageError on a freed tensor or
+  // one of another worker, and on a host tensor of another dtype or shape.
+  ResidentTensor alloc_stacked_tensor(DType dtype, const Shape& part_shape);
+  ResidentTensor alloc_tensor(DType dtype, const Shape& shape);
+  void copy_to(const ResidentTensor& dst, const Tensor& src);
+  void copy_from(const ResidentTensor& src, Tensor& dst);
+  void free(ResidentTensor& tensor);
+
   // Waits for every submitted run, then shuts the agents down and reaps the job.
   // Idempotent; the destructor calls it (and never throws).
   //
@@ -182,6 +239,11 @@ class DistributedWorker {
   void prepare_builds(const std::vector<const DistributedCompiledProgram*>& programs,
                       std::chrono::milliseconds timeout);
   const Build& build_of(const DistributedCompiledProgram& program) const;
+  RunHandle submit_locked(const DistributedCompiledProgram& program, std::vector<RunArgument> args,
+                          const DistributedRunOptions& options);
+  void check_resident(const ResidentTensor& tensor, const char* operation) const;
+  // Queues one RESIDENT per rank that holds a part and waits for their answers.
+  void resident_op(const ResidentTensor& tensor, uint8_t op, const Tensor* src, Tensor* dst);
   // Sends what can be sent and handles one incoming message; false at `deadline`.
   bool pump(std::chrono::steady_clock::time_point deadline);
   void pump_until_done(const RunHandle::State& state);

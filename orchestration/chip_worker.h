@@ -81,6 +81,11 @@ class ChipWorker {
   ChipRunResult run(const CompiledProgram& program, std::vector<Tensor>& args,
                     const DispatchContext& context = {});
 
+  // Assembles and loads `program` now, once: later runs of it do no binary-cache
+  // work (an edited source is not noticed until a new worker prepares it again,
+  // which is what replay does). Returns the milliseconds spent.
+  double prepare(const CompiledProgram& program, const DispatchContext& context = {});
+
   const RunConfig& config() const { return config_; }
 
  private:

@@ -47,6 +47,26 @@ TEST(ChipWorkerTest, RunsVectorAddAndMatchesGolden) {
   EXPECT_EQ(again.record.num_tasks, 4);
 }
 
+TEST(ChipWorkerTest, APreparedProgramDoesNoBinaryCacheWorkPerRun) {
+  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "prepared"));
+  auto args = golden_args(program);
+  ChipWorker worker;
+  worker.prepare(program);
+  // Without the sources the binary cache could not even be checked: the runs use
+  // what prepare() loaded.
+  fs::remove_all(program.dir() / "kernels");
+  fs::remove_all(program.dir() / "orchestration");
+  for (int i = 0; i < 2; ++i) {
+    auto result = worker.run(program, args);
+    EXPECT_EQ(result.record.num_tasks, 4);
+  }
+  Tensor expected = read_npy(program.dir() / "golden/expected/c.npy");
+  EXPECT_EQ(args[2].data_as<float>()[10], expected.data_as<float>()[10]);
+  // An unprepared worker checks the cache, and says what is missing.
+  ChipWorker fresh;
+  EXPECT_ANY_THROW(fresh.run(program, args));
+}
+
 TEST(ChipWorkerTest, CallingTheProgramForwardsToAWorker) {
   auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "call"));
   auto args = golden_args(program);

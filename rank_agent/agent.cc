@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "common/error.h"
+#include "common/heap.h"
 #include "common/log.h"
 
 namespace pypto::rank {
@@ -284,6 +285,12 @@ void RankAgent::handle(wire::Decoded& message) {
     job.dispatch = std::move(*dispatch);
     job.payloads = std::move(message.payloads);
     worker_->submit(std::move(job));
+  } else if (auto* resident = std::get_if<wire::Resident>(&message.message)) {
+    ResidentJob job;
+    job.request_id = request_id;
+    job.op = std::move(*resident);
+    job.payloads = std::move(message.payloads);
+    worker_->submit(std::move(job));
   } else if (auto* abort = std::get_if<wire::Abort>(&message.message)) {
     std::cerr << "pypto-rank: " << me << ": aborted by the coordinator: " << abort->reason
               << std::endl;
@@ -382,6 +389,7 @@ void RankAgent::exit_now(int code) {
 }
 
 int pypto_rank_main(int argc, char** argv) {
+  keep_large_blocks_in_heap();  // a dispatch's tensors reuse the last one's pages
   AgentOptions options;
   try {
     bool help = false;

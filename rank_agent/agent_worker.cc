@@ -16,6 +16,7 @@
 #include "common/tensor.h"
 #include "common/wire/blob_store.h"
 #include "common/wire/manifest.h"
+#include "common/wire/tensor_frame.h"
 #include "orchestration/chip_worker.h"
 #include "rank_agent/backoff.h"
 #include "rank_agent/comm_api.h"
@@ -181,6 +182,8 @@ void AgentWorker::main() {
         reset(*reset_job);
       } else if (auto* dispatch_job = std::get_if<DispatchJob>(&job)) {
         dispatch(*dispatch_job);
+      } else if (auto* resident_job = std::get_if<ResidentJob>(&job)) {
+        resident(*resident_job);
       } else {
         const bool clean = shutdown();
         WorkerOutput done;
@@ -408,26 +411,33 @@ void AgentWorker::dispatch(DispatchJob& job) {
 
     std::vector<ParamInfo> params;
     std::vector<Tensor> tensors;
+    std::vector<bool> returned;  // by tensor: its bytes go back in DISPATCH_DONE
     DispatchContext context;
     size_t frame = 0;
     for (size_t i = 0; i < d.args.size(); ++i) {
       const wire::DispatchArg& arg = d.args[i];
-      if (arg.kind == wire::DispatchArg::kTensor) {
+      if (arg.kind == wire::DispatchArg::kTensor || arg.kind == wire::DispatchArg::kResident) {
         ParamInfo param;
         param.name = arg.tensor.name;
         param.direction = parse_direction(arg.tensor.direction).value_or(Direction::kIn);
         param.shape = arg.tensor.shape;
         param.dtype = parse_dtype(arg.tensor.dtype).value_or(DType::kF32);
-        Tensor tensor = Tensor::empty(param.dtype, param.shape);  // zero-filled
-        if (param.is_input()) {
-          const zmq::message_t& bytes = job.payloads.at(frame++);
-          if (bytes.size() != tensor.nbytes())
-            throw InfraError("dispatch d" + std::to_string(d.index) + " of program '" + d.program +
-                             "': tensor '" + param.name + "' is " + param.type_string() + " (" +
-                             std::to_string(tensor.nbytes()) + " bytes) but its payload has " +
-                             std::to_string(bytes.size()));
-          if (bytes.size()) std::memcpy(tensor.data(), bytes.data(), bytes.size());
+        const std::string what = "dispatch d" + std::to_string(d.index) + " of program '" +
+                                 d.program + "': tensor '" + param.name + "'";
+        Tensor tensor;
+        if (arg.kind == wire::DispatchArg::kResident) {
+          tensor = resident_box(arg, what);  // the kernel works on the resident data itself
+        } else if (param.is_input()) {
+          zmq::message_t& bytes = job.payloads.at(frame++);
+          const size_t nbytes = static_cast<size_t>(param.numel().value_or(0)) * dtype_size(param.dtype);
+          if (bytes.size() != nbytes)
+            throw InfraError(what + " is " + param.type_string() + " (" + std::to_string(nbytes) +
+                             " bytes) but its payload has " + std::to_string(bytes.size()));
+          tensor = wire::tensor_of_frame(std::move(bytes), param.dtype, param.shape);
+        } else {
+          tensor = Tensor::empty(param.dtype, param.shape);  // zero-filled
         }
+        returned.push_back(arg.kind == wire::DispatchArg::kTensor);
         params.push_back(std::move(param));
         tensors.push_back(std::move(tensor));
       } else if (arg.kind == wire::DispatchArg::kWindow) {
@@ -479,15 +489,14 @@ void AgentWorker::dispatch(DispatchJob& job) {
 
     for (size_t i = 0; i < tensors.size(); ++i) {
       const ParamInfo& param = program.params()[i];
-      if (!param.is_output()) continue;
+      if (!param.is_output() || !returned[i]) continue;
       wire::TensorMeta meta;
       meta.name = param.name;
       meta.dtype = dtype_name(param.dtype);
       meta.shape = tensors[i].shape();
       meta.direction = direction_name(param.direction);
       meta.nbytes = tensors[i].nbytes();
-      const auto bytes = tensors[i].bytes();
-      frames.push_back(wire::frame_of({reinterpret_cast<const char*>(bytes.data()), bytes.size()}));
+      frames.push_back(wire::frame_of_tensor(tensors[i]));
       done.outputs.push_back(std::move(meta));
     }
     if (result.dfx_dir) {
@@ -519,8 +528,79 @@ void AgentWorker::dispatch(DispatchJob& job) {
   post(std::move(out));
 }
 
+void AgentWorker::resident(ResidentJob& job) {
+  const wire::Resident& op = job.op;
+  wire::ResidentDone done;
+  done.id = op.id;
+  std::vector<zmq::message_t> frames;
+  const std::string what = where() + ": resident tensor " + std::to_string(op.id);
+  try {
+    if (op.op == wire::Resident::kAlloc) {
+      if (residents_.count(op.id)) throw InfraError(what + " is already allocated");
+      const DType dtype = parse_dtype(op.dtype).value_or(DType::kF32);  // the decoder checked it
+      residents_.emplace(op.id, Tensor::empty(dtype, op.shape));
+    } else {
+      auto it = residents_.find(op.id);
+      if (it == residents_.end())
+        throw InfraError(what + " is not allocated on this rank (freed, or never allocated)");
+      Tensor& part = it->second;
+      if (op.op == wire::Resident::kWrite) {
+        const zmq::message_t& bytes = job.payloads.at(0);
+        if (bytes.size() != part.nbytes())
+          throw InfraError(what + " is " + part.describe() + " (" + std::to_string(part.nbytes()) +
+                           " bytes), the data written to it is " + std::to_string(bytes.size()) +
+                           " bytes");
+        if (bytes.size()) std::memcpy(part.data(), bytes.data(), bytes.size());
+      } else if (op.op == wire::Resident::kRead) {
+        // A copy: a dispatch queued behind this read may write the part while
+        // ZeroMQ still sends it.
+        const auto bytes = part.bytes();
+        frames.push_back(wire::frame_of({reinterpret_cast<const char*>(bytes.data()), bytes.size()}));
+        done.has_data = true;
+        done.nbytes = bytes.size();
+      } else {
+        residents_.erase(it);
+      }
+    }
+    done.ok = true;
+  } catch (const std::exception& e) {
+    frames.clear();
+    done.has_data = false;
+    done.nbytes = 0;
+    done.error = {e.what(), 3};
+    log::error("{}", done.error.message);
+  }
+  job.payloads.clear();
+  WorkerOutput out;
+  out.message = std::move(done);
+  out.payloads = std::move(frames);
+  out.request_id = job.request_id;
+  post(std::move(out));
+}
+
+Tensor AgentWorker::resident_box(const wire::DispatchArg& arg, const std::string& what) const {
+  auto it = residents_.find(arg.resident_id);
+  if (it == residents_.end())
+    throw InfraError(what + " is bound to resident tensor " + std::to_string(arg.resident_id) +
+                     ", which is not allocated on " + where());
+  const Tensor& part = it->second;
+  const DType dtype = parse_dtype(arg.tensor.dtype).value_or(DType::kF32);
+  bool inside = dtype == part.dtype() && arg.offsets.size() == part.shape().size() &&
+                arg.tensor.shape.size() == part.shape().size();
+  for (size_t d = 0; inside && d < arg.offsets.size(); ++d)
+    inside = arg.offsets[d] >= 0 && arg.tensor.shape[d] >= 0 &&
+             arg.offsets[d] + arg.tensor.shape[d] <= part.shape()[d];
+  if (!inside)
+    throw InfraError(what + ": the box " + dtype_name(dtype) + shape_string(arg.tensor.shape) +
+                     " at " + shape_string(arg.offsets) + " does not lie inside resident tensor " +
+                     std::to_string(arg.resident_id) + "'s part " + part.describe() + " on " +
+                     where());
+  return part.slice(arg.offsets, arg.tensor.shape);
+}
+
 bool AgentWorker::shutdown() {
   chip_.reset();  // joins the core threads
+  residents_.clear();
   if (dirty_) {
     log::warn(
         "skipping the collective teardown (windows, MPI_Finalize) after an earlier "

@@ -23,6 +23,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/tensor.h"
 #include "common/wire/protocol.h"
 
 namespace pypto {
@@ -73,8 +74,13 @@ struct DispatchJob {
   wire::Dispatch dispatch;
   std::vector<zmq::message_t> payloads;  // In/InOut tensors, in argument order
 };
+struct ResidentJob {
+  uint64_t request_id = 0;
+  wire::Resident op;
+  std::vector<zmq::message_t> payloads;  // a write's bytes
+};
 struct ShutdownJob {};
-using WorkerJob = std::variant<PrepareJob, ResetJob, DispatchJob, ShutdownJob>;
+using WorkerJob = std::variant<PrepareJob, ResetJob, DispatchJob, ResidentJob, ShutdownJob>;
 
 // What the worker hands back to the control thread.
 struct WorkerOutput {
@@ -118,6 +124,9 @@ class AgentWorker {
   void prepare(PrepareJob& job);
   void reset(const ResetJob& job);
   void dispatch(DispatchJob& job);
+  void resident(ResidentJob& job);
+  // The box a kResident dispatch argument names, a view of the part this agent holds.
+  Tensor resident_box(const wire::DispatchArg& arg, const std::string& where) const;
   bool shutdown();
   void node_barrier();
   std::string where() const;
@@ -138,6 +147,9 @@ class AgentWorker {
   std::map<std::string, std::unique_ptr<Build>> builds_;
   std::vector<std::string> build_order_;  // creation order of window sets: teardown order
   std::unique_ptr<ChipWorker> chip_;
+  // Resident tensors (docs/resident-tensors.md): this rank's parts, by id; they
+  // live until FREE or the end of the job.
+  std::map<uint64_t, Tensor> residents_;
   // An earlier step failed: peers may not be able to join a collective
   // teardown, so SHUTDOWN skips it.
   bool dirty_ = false;

@@ -133,7 +133,7 @@ static_assert(alternatives_in_code_order(), "Message alternatives must follow Me
 constexpr const char* kTypeNames[] = {
     "HELLO", "WELCOME",  "REFUSE",        "HEARTBEAT", "MANIFEST", "NEED",       "BLOBS",
     "READY", "DISPATCH", "DISPATCH_DONE", "ABORT",     "SHUTDOWN", "AGENT_ERROR",
-    "RESET", "CLOCK_PROBE", "CLOCK_REPLY"};
+    "RESET", "CLOCK_PROBE", "CLOCK_REPLY", "RESIDENT", "RESIDENT_DONE"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
 template <size_t I = 0>
@@ -252,8 +252,15 @@ std::string body_problem(const Envelope& envelope, const Message& message,
           for (size_t i = 0; i < body.args.size(); ++i) {
             const DispatchArg& arg = body.args[i];
             const std::string where = "DISPATCH args[" + std::to_string(i) + "]";
-            if (arg.kind > DispatchArg::kScalar) {
+            if (arg.kind > DispatchArg::kResident) {
               return where + " has unknown kind " + std::to_string(arg.kind);
+            }
+            if (arg.kind == DispatchArg::kResident) {
+              if (!is_direction(arg.tensor.direction) || !parse_dtype(arg.tensor.dtype) ||
+                  arg.offsets.size() != arg.tensor.shape.size())
+                return where + " ('" + arg.tensor.name +
+                       "') is a resident box without a valid direction, dtype or offsets";
+              continue;
             }
             if (arg.kind != DispatchArg::kTensor) continue;
             if (!is_direction(arg.tensor.direction)) {
@@ -267,6 +274,21 @@ std::string body_problem(const Envelope& envelope, const Message& message,
             }
             ++frame;
           }
+        } else if constexpr (std::is_same_v<T, Resident>) {
+          if (body.op > Resident::kFree) return "RESIDENT has unknown op " + std::to_string(body.op);
+          if (body.op == Resident::kAlloc) {
+            if (!parse_dtype(body.dtype))
+              return "RESIDENT alloc has unknown dtype '" + body.dtype + "'";
+            for (int64_t extent : body.shape)
+              if (extent < 0) return "RESIDENT alloc has a negative extent";
+          }
+          if (body.op == Resident::kWrite && payloads[0].size() != body.nbytes)
+            return "RESIDENT write declares " + std::to_string(body.nbytes) +
+                   " bytes, its frame holds " + std::to_string(payloads[0].size());
+        } else if constexpr (std::is_same_v<T, ResidentDone>) {
+          if (body.has_data && payloads[0].size() != body.nbytes)
+            return "RESIDENT_DONE declares " + std::to_string(body.nbytes) +
+                   " bytes, its frame holds " + std::to_string(payloads[0].size());
         } else if constexpr (std::is_same_v<T, DispatchDone>) {
           for (size_t i = 0; i < body.outputs.size(); ++i) {
             if (payloads[i].size() != body.outputs[i].nbytes) {
@@ -394,6 +416,9 @@ size_t expected_payload_count(const Message& message) {
   if (const auto* done = std::get_if<DispatchDone>(&message)) {
     return done->outputs.size() + done->dfx_files.size();
   }
+  if (const auto* resident = std::get_if<Resident>(&message))
+    return resident->op == Resident::kWrite ? 1 : 0;
+  if (const auto* done = std::get_if<ResidentDone>(&message)) return done->has_data ? 1 : 0;
   return 0;
 }
 

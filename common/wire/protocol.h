@@ -28,7 +28,7 @@
 namespace pypto::wire {
 
 // Bump on ANY change of a message's fields, order or meaning.
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr char kMagic[4] = {'P', 'P', 'T', 'O'};
 // Bytes 0..11 of frame 0: magic, version (u32 LE), sender rank (i32 LE). Frozen for
 // every protocol version, so a peer of any version can be named and refused.
@@ -53,6 +53,8 @@ enum class MessageType : uint8_t {
   kReset = 14,
   kClockProbe = 15,
   kClockReply = 16,
+  kResident = 17,
+  kResidentDone = 18,
 };
 // "HELLO", "DISPATCH_DONE", ...; "type 200" for a code this version does not know.
 std::string message_type_name(MessageType type);
@@ -146,14 +148,19 @@ struct DispatchArg {
   static constexpr uint8_t kTensor = 0;  // `tensor`; bytes in a payload frame when In/InOut
   static constexpr uint8_t kWindow = 1;  // `window` (its name) and `window_id` (host_orch index)
   static constexpr uint8_t kScalar = 2;  // `scalar`
+  // `tensor` (box shape, direction; no payload) is the box at `offsets` of resident
+  // tensor `resident_id`'s part on this rank (docs/resident-tensors.md).
+  static constexpr uint8_t kResident = 3;
   uint8_t kind = kTensor;
   TensorMeta tensor;
   std::string window;
   int64_t window_id = -1;
   int64_t scalar = 0;
+  uint64_t resident_id = 0;
+  std::vector<int64_t> offsets;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(kind, tensor, window, window_id, scalar);
+    ar(kind, tensor, window, window_id, scalar, resident_id, offsets);
   }
   bool operator==(const DispatchArg&) const = default;
 };
@@ -398,9 +405,46 @@ struct ClockReply {
   bool operator==(const ClockReply&) const = default;
 };
 
+// coordinator -> agent: an operation on a resident tensor, a buffer that lives in the
+// agent across runs until freed (docs/resident-tensors.md). Ordered with the rank's
+// dispatches; answered by RESIDENT_DONE with the same request id.
+struct Resident {
+  static constexpr MessageType kType = MessageType::kResident;
+  static constexpr uint8_t kAlloc = 0;  // a zero-filled part of `dtype`/`shape`
+  static constexpr uint8_t kWrite = 1;  // one payload frame: the whole part's bytes
+  static constexpr uint8_t kRead = 2;   // answered with the part's bytes
+  static constexpr uint8_t kFree = 3;
+  uint8_t op = kAlloc;
+  uint64_t id = 0;             // chosen by the coordinator, unique per job
+  std::string dtype;           // kAlloc
+  std::vector<int64_t> shape;  // kAlloc: the part this rank holds
+  uint64_t nbytes = 0;         // kWrite: bytes of its payload frame
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(op, id, dtype, shape, nbytes);
+  }
+  bool operator==(const Resident&) const = default;
+};
+
+// agent -> coordinator: RESIDENT done (or why not). A kRead that succeeded carries one
+// payload frame of `nbytes`.
+struct ResidentDone {
+  static constexpr MessageType kType = MessageType::kResidentDone;
+  uint64_t id = 0;
+  bool ok = false;
+  WireError error;
+  bool has_data = false;
+  uint64_t nbytes = 0;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(id, ok, error, has_data, nbytes);
+  }
+  bool operator==(const ResidentDone&) const = default;
+};
+
 using Message = std::variant<Hello, Welcome, Refuse, Heartbeat, Manifest, Need, Blobs, Ready,
                              Dispatch, DispatchDone, Abort, Shutdown, AgentError, Reset,
-                             ClockProbe, ClockReply>;
+                             ClockProbe, ClockReply, Resident, ResidentDone>;
 
 // Why `build` is not an acceptable build id (one path component of [A-Za-z0-9_.-], 1..64
 // characters, not "." or ".."), or nullopt when it is.

@@ -84,7 +84,8 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   DispatchArg inout{DispatchArg::kTensor, tensor("z", "InOut", 8), "", -1, 0};
   DispatchArg window{DispatchArg::kWindow, {}, "scratch", 2, 0};
   DispatchArg scalar{DispatchArg::kScalar, {}, "", -1, -17};
-  dispatch.args = {in, out, window, inout, scalar};
+  DispatchArg resident{DispatchArg::kResident, tensor("w", "InOut", 0), "", -1, 0, 7, {0, 0}};
+  dispatch.args = {in, out, window, inout, scalar, resident};
   dispatch.dfx = {2, 1, 3, true, false};
   dispatch.run.platform = "a5sim";
   dispatch.run.ring_heap = {1 << 20};
@@ -102,6 +103,11 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   done.outputs = {tensor("y", "Out", 16)};
   done.dfx_files = {"chip_swimlane_records.json", "args_dump/args.bin"};
   expect_round_trip(done, {std::string(16, '\0'), "{}", std::string("\x00\x01", 2)});
+
+  expect_round_trip(Resident{Resident::kAlloc, 7, "f32", {2, 1024}, 0}, {}, kCoordinatorRank);
+  expect_round_trip(Resident{Resident::kWrite, 7, "", {}, 4}, {"abcd"}, kCoordinatorRank);
+  expect_round_trip(ResidentDone{7, true, {}, true, 3}, {"xyz"}, 2);
+  expect_round_trip(ResidentDone{7, false, {"rank 2: no resident tensor 7", 3}, false, 0}, {}, 2);
 
   expect_round_trip(Abort{"rank 5 failed: kernel error"}, {}, kCoordinatorRank);
   expect_round_trip(Shutdown{}, {}, kCoordinatorRank);
@@ -144,7 +150,7 @@ TEST(ProtocolTest, EncodeRefusesAWrongPayloadCount) {
   EXPECT_THROW(encode(Hello{}, frames_of({"x"})), ProtocolError);
 }
 
-// The frame of a protocol-2 peer: same prefix, a body this version cannot read.
+// The frame of a protocol-3 peer: same prefix, a body this version cannot read.
 std::string future_frame(uint32_t version, int32_t rank) {
   std::string frame = "PPTO";
   for (uint32_t v : {version, static_cast<uint32_t>(rank)}) {
@@ -154,24 +160,24 @@ std::string future_frame(uint32_t version, int32_t rank) {
 }
 
 TEST(ProtocolTest, CoordinatorDetectsAnAgentOfAnotherVersion) {
-  std::vector<zmq::message_t> frames = frames_of({"id-2", future_frame(2, 2)});
+  std::vector<zmq::message_t> frames = frames_of({"id-2", future_frame(3, 2)});
   try {
     decode_routed(frames);
     FAIL() << "expected ProtocolVersionError";
   } catch (const ProtocolVersionError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "agent rank 2 speaks control protocol 2, this coordinator speaks 1; use "
+              "agent rank 2 speaks control protocol 3, this coordinator speaks 2; use "
               "pypto-rank and pypto-coord from the same installation");
-    EXPECT_EQ(e.peer_version(), 2u);
+    EXPECT_EQ(e.peer_version(), 3u);
     EXPECT_EQ(e.peer_rank(), 2);
     EXPECT_EQ(e.peer_identity(), "id-2");
     EXPECT_EQ(e.exit_code(), ExitCode::kInfra);
   }
-  const Refuse refuse = make_version_refusal(2, 2);
+  const Refuse refuse = make_version_refusal(2, 3);
   EXPECT_EQ(refuse.coordinator_version, kProtocolVersion);
-  EXPECT_EQ(refuse.agent_version, 2u);
-  EXPECT_NE(refuse.reason.find("speaks control protocol 2"), std::string::npos);
-  EXPECT_NE(refuse.reason.find("this coordinator speaks 1"), std::string::npos);
+  EXPECT_EQ(refuse.agent_version, 3u);
+  EXPECT_NE(refuse.reason.find("speaks control protocol 3"), std::string::npos);
+  EXPECT_NE(refuse.reason.find("this coordinator speaks 2"), std::string::npos);
 }
 
 TEST(ProtocolTest, AgentDetectsACoordinatorOfAnotherVersion) {
@@ -181,7 +187,7 @@ TEST(ProtocolTest, AgentDetectsACoordinatorOfAnotherVersion) {
     FAIL() << "expected ProtocolVersionError";
   } catch (const ProtocolVersionError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "the coordinator speaks control protocol 7, this agent (rank 5) speaks 1; use "
+              "the coordinator speaks control protocol 7, this agent (rank 5) speaks 2; use "
               "pypto-rank and pypto-coord from the same installation");
   }
 }

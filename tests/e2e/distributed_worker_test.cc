@@ -160,5 +160,122 @@ TEST_F(DistributedWorkerTest, AFailedRunLeavesTheWorkerFailedAndNothingRunning) 
   EXPECT_TRUE(survivors(tag_).empty());
 }
 
+TEST_F(DistributedWorkerTest, ResidentTensorsStayInTheAgentsAcrossRuns) {
+  // allreduce_w2: y[r] = x[0] + x[1] on both ranks.
+  const DistributedCompiledProgram program =
+      DistributedCompiledProgram::from_dir(copy_fixture("l3/allreduce_w2", "worker_resident"));
+  DistributedWorkerOptions options;
+  options.mpirun.rank_binary = kRankBin;
+  std::unique_ptr<DistributedWorker> worker = DistributedWorker::prepare(program, options);
+  std::vector<Tensor> golden = golden_args(program);
+  const std::vector<float> expected =
+      f32_values(read_npy(GoldenSpec::expected_path(program.dir(), "y")));
+
+  ResidentTensor x = worker->alloc_stacked_tensor(DType::kF32, {1, 256});
+  ResidentTensor y = worker->alloc_stacked_tensor(DType::kF32, {1, 256});
+  EXPECT_EQ(x.shape(), (Shape{2, 1, 256}));
+  EXPECT_EQ(x.layout(), ResidentLayout::kStacked);
+  Tensor y_host = Tensor::empty(DType::kF32, {2, 1, 256});
+  worker->copy_from(y, y_host);  // allocated zero-filled
+  EXPECT_EQ(f32_values(y_host), std::vector<float>(512, 0.0f));
+
+  worker->copy_to(x, golden[0]);
+  // x resident, y a host tensor: y comes back, x is not shipped.
+  std::vector<RunArgument> args{x, Tensor::empty(DType::kF32, {2, 1, 256})};
+  worker->run(program, args);
+  EXPECT_EQ(f32_values(std::get<Tensor>(args[1])), expected);
+
+  // Both resident, three runs: nothing comes back until copy_from.
+  std::vector<RunArgument> resident_args{x, y};
+  for (int i = 0; i < 3; ++i) worker->run(program, resident_args);
+  worker->copy_from(y, y_host);
+  EXPECT_EQ(f32_values(y_host), expected);
+
+  // Changed data in a resident tensor is what the next run sees.
+  Tensor doubled = golden[0].contiguous();
+  for (int64_t i = 0; i < doubled.numel(); ++i) doubled.data_as<float>()[i] *= 2;
+  worker->copy_to(x, doubled);
+  worker->submit(program, resident_args).wait();
+  worker->copy_from(y, y_host);
+  std::vector<float> twice = expected;
+  for (float& v : twice) v *= 2;
+  EXPECT_EQ(f32_values(y_host), twice);
+
+  // A replicated tensor may feed an In parameter: every rank holds all of it.
+  ResidentTensor x_everywhere = worker->alloc_tensor(DType::kF32, {2, 1, 256});
+  worker->copy_to(x_everywhere, golden[0]);
+  std::vector<RunArgument> replicated_args{x_everywhere, y};
+  worker->run(program, replicated_args);
+  worker->copy_from(y, y_host);
+  EXPECT_EQ(f32_values(y_host), expected);
+
+  auto expect_usage = [](auto&& call, const std::string& fragment) {
+    try {
+      call();
+      ADD_FAILURE() << "expected UsageError containing: " << fragment;
+    } catch (const UsageError& e) {
+      EXPECT_TRUE(contains(e.what(), fragment)) << e.what();
+    }
+  };
+  // ... but not an Out one: which rank's copy would be the result?
+  std::vector<RunArgument> written{x, x_everywhere};
+  expect_usage([&] { worker->run(program, written); }, "which dispatches may only read, but");
+  ResidentTensor small = worker->alloc_stacked_tensor(DType::kF32, {1, 128});
+  std::vector<RunArgument> wrong_shape{small, y};
+  expect_usage([&] { worker->run(program, wrong_shape); }, "argument 'x' must be f32[2, 1, 256]");
+  expect_usage([&] { worker->copy_to(small, golden[0]); }, "differ in dtype or shape");
+  ResidentTensor ints = worker->alloc_stacked_tensor(DType::kI32, {1, 256});
+  std::vector<RunArgument> wrong_dtype{ints, y};
+  expect_usage([&] { worker->run(program, wrong_dtype); }, "must be f32[2, 1, 256], given resident i32");
+  worker->free(small);
+  expect_usage([&] { worker->copy_from(small, y_host); }, "was freed");
+  std::vector<RunArgument> freed{x, small};
+  expect_usage([&] { worker->run(program, freed); }, "was freed");
+  expect_usage([&] { worker->copy_to(ResidentTensor(), golden[0]); }, "an empty ResidentTensor");
+
+  // The worker still works after refused calls.
+  worker->run(program, resident_args);
+  worker->copy_from(y, y_host);
+  EXPECT_EQ(f32_values(y_host), twice);
+  worker->close();
+  // A closed worker's tensors are gone with its agents.
+  EXPECT_THROW(worker->copy_from(y, y_host), UsageError);
+  EXPECT_TRUE(survivors(tag_).empty());
+}
+
+TEST_F(DistributedWorkerTest, AResidentTensorOfAnotherWorkerOrAFailedWorkerIsRefused) {
+  const DistributedCompiledProgram program = DistributedCompiledProgram::from_dir(
+      copy_fixture("l3_broken/kernel_error_w4", "worker_resident_failed"));
+  DistributedWorkerOptions options;
+  options.mpirun.rank_binary = kRankBin;
+  std::unique_ptr<DistributedWorker> worker = DistributedWorker::prepare(program, options);
+  std::vector<Tensor> args = golden_args(program);
+  ResidentTensor x = worker->alloc_stacked_tensor(args[0].dtype(),
+                                                  Shape(args[0].shape().begin() + 1, args[0].shape().end()));
+  worker->copy_to(x, args[0]);
+
+  // A second worker's agents do not hold it.
+  const DistributedCompiledProgram other =
+      DistributedCompiledProgram::from_dir(copy_fixture("l3/allreduce_w2", "worker_resident_other"));
+  std::unique_ptr<DistributedWorker> second = DistributedWorker::prepare(other, options);
+  Tensor host = Tensor::empty(x.dtype(), x.shape());
+  try {
+    second->copy_from(x, host);
+    ADD_FAILURE() << "another worker's tensor was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "belongs to another DistributedWorker")) << e.what();
+  }
+  second->close();
+
+  // A failed run stops the job: the resident tensors went with it, and every later
+  // call says why.
+  std::vector<RunArgument> run_args{x};
+  for (size_t i = 1; i < args.size(); ++i) run_args.push_back(args[i]);
+  EXPECT_THROW(worker->run(program, run_args), KernelRuntimeError);
+  EXPECT_THROW(worker->copy_from(x, host), KernelRuntimeError);
+  worker.reset();
+  EXPECT_TRUE(survivors(tag_).empty());
+}
+
 }  // namespace
 }  // namespace pypto::e2e

@@ -185,6 +185,30 @@ TEST(L3RunTest, BenchPreparesOnceAndTimesEveryRound) {
   ASSERT_EQ(r.exit_code, 0) << r.all();
   EXPECT_TRUE(contains(r.out, "vector_add (L2): prepared in")) << r.out;
   EXPECT_TRUE(contains(r.out, "3 round(s): min")) << r.out;
+  r = coord({"bench", l2.string(), "--rounds", "3", "--resident"});
+  EXPECT_EQ(r.exit_code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "--resident is for L3 builds")) << r.all();
+}
+
+TEST(L3RunTest, BenchResidentUploadsOnceAndSaysWhatStayedInTheAgents) {
+  const fs::path dir = copy_fixture("l3/allreduce_w2", "l3_bench_resident");
+  CoordResult r = coord({"bench", dir.string(), "--rounds", "4", "--warmup", "1", "--resident"},
+                        l3_env("bench_resident"));
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "main (L3, 2 ranks): prepared in")) << r.out;
+  EXPECT_TRUE(contains(r.out, "resident: x, y (uploaded once in ")) << r.out;
+  EXPECT_TRUE(contains(r.out, ", downloaded once in ")) << r.out;
+  EXPECT_FALSE(contains(r.out, "shipped every round")) << r.out;
+
+  r = coord({"bench", dir.string(), "--rounds", "2", "--warmup", "0", "--resident", "--json"},
+            l3_env("bench_resident"));
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  const json stats = json::parse(r.out);
+  EXPECT_EQ(stats["resident"], json::array({"x", "y"}));
+  EXPECT_TRUE(stats["host_params"].empty());
+  EXPECT_GE(stats["upload_ms"].get<double>(), 0.0);
+  EXPECT_EQ(stats["rounds"], 2);
+  expect_clean("bench_resident");
 }
 
 }  // namespace
