@@ -11,6 +11,7 @@
 #include "artifact/distributed_compiled_program.h"
 #include "common/npy.h"
 #include "compiler/driver.h"
+#include "compiler/test_util.h"
 
 namespace pypto::compiler {
 namespace {
@@ -32,13 +33,7 @@ std::string testdata(const std::string& name) {
   return std::string(PYPTO_COMPILER_TESTDATA) + "/" + name;
 }
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 ("pypto_codegen_driver_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir.parent_path());
-  return dir;
-}
+fs::path scratch(const std::string& name) { return testing::scratch_dir(name, false); }
 
 CompileArgs output_args(const std::string& program, const fs::path& dir) {
   CompileArgs a;

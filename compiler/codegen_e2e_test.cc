@@ -11,19 +11,14 @@
 
 #include "common/subprocess.h"
 #include "compiler/driver.h"
+#include "compiler/test_util.h"
 
 namespace pypto::compiler {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  fs::path dir =
-      fs::path(::testing::TempDir()) / ("pypto_codegen_e2e_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return testing::scratch_dir(name, true); }
 
 int compile(const std::string& program, const fs::path& out, std::optional<int64_t> world,
             std::string& messages) {

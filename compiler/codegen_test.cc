@@ -61,12 +61,7 @@ void expect_golden(const std::string& name, const std::string& actual) {
                                  << " (PYPTO_UPDATE_GOLDEN=1 rewrites it)";
 }
 
-fs::path scratch(const std::string& name) {
-  fs::path dir =
-      fs::path(::testing::TempDir()) / ("pypto_codegen_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  return dir;
-}
+fs::path scratch(const std::string& name) { return testing::scratch_dir(name, false); }
 
 const Function& function(const Program& p, const std::string& name) {
   const Function* f = FunctionTable(p).find(name);

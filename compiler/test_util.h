@@ -1,6 +1,10 @@
 // Helpers shared by the compiler's tests: run the front end on in-memory files.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -13,6 +17,26 @@
 #include "compiler/source.h"
 
 namespace pypto::compiler::testing {
+
+// <TempDir>/pypto_compiler_test_<pid>/<name>, removed first (and created when
+// `create`); the whole <pid> directory is removed when the test process exits,
+// so no test leaves files behind.
+inline std::filesystem::path scratch_dir(const std::string& name, bool create = true) {
+  namespace fs = std::filesystem;
+  struct Root {
+    fs::path path;
+    ~Root() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Root root{fs::path(::testing::TempDir()) /
+                         ("pypto_compiler_test_" + std::to_string(::getpid()))};
+  const fs::path dir = root.path / name;
+  fs::remove_all(dir);
+  fs::create_directories(create ? dir : dir.parent_path());
+  return dir;
+}
 
 // The whole text of a file (empty when it cannot be read: the test's
 // assertions then fail on the content).
