@@ -63,6 +63,13 @@ bool ParamInfo::has_dynamic_shape() const {
   return false;
 }
 
+bool ParamInfo::accepts(DType value_dtype, const std::vector<int64_t>& value_shape) const {
+  if (value_dtype != dtype || value_shape.size() != shape.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != kDynamicExtent && shape[d] != value_shape[d]) return false;
+  return true;
+}
+
 std::optional<int64_t> ParamInfo::numel() const {
   int64_t n = 1;
   for (int64_t e : shape) {

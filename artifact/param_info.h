@@ -37,6 +37,9 @@ struct ParamInfo {
   bool is_input() const { return direction != Direction::kOut; }  // In or InOut
   bool is_output() const { return direction != Direction::kIn; }  // Out or InOut
   bool has_dynamic_shape() const;
+  // Whether a value of `dtype` and `shape` fits: same dtype and rank, every static
+  // extent equal (a dynamic extent takes any).
+  bool accepts(DType value_dtype, const std::vector<int64_t>& value_shape) const;
   // Number of elements; nullopt when a dimension is dynamic.
   std::optional<int64_t> numel() const;
   // "f32[8, 1, 256]", with "?" for a dynamic extent; for messages.

@@ -39,6 +39,16 @@ TEST(ParamInfoTest, ParsesAndWritesBack) {
   EXPECT_EQ(find_param(params, "y"), nullptr);
 }
 
+TEST(ParamInfoTest, AcceptsMatchingDtypeAndStaticExtents) {
+  ParamInfo p;
+  p.dtype = DType::kF32;
+  p.shape = {4, kDynamicExtent, 8};
+  EXPECT_TRUE(p.accepts(DType::kF32, {4, 100, 8}));
+  EXPECT_FALSE(p.accepts(DType::kI32, {4, 100, 8}));
+  EXPECT_FALSE(p.accepts(DType::kF32, {4, 100, 9}));
+  EXPECT_FALSE(p.accepts(DType::kF32, {4, 100}));
+}
+
 TEST(ParamInfoTest, DirectionNamesRoundTrip) {
   for (Direction d : {Direction::kIn, Direction::kOut, Direction::kInOut})
     EXPECT_EQ(parse_direction(direction_name(d)), d);

@@ -499,10 +499,7 @@ std::string box_text(const HostArg& arg) {
 // Whether every dispatch may use resident tensor `tensor` for parameter `param`.
 void check_binding(const DistributedCompiledProgram& program, const ParamInfo& param,
                    const ResidentTensor& tensor) {
-  bool shape_ok = tensor.shape().size() == param.shape.size();
-  for (size_t d = 0; shape_ok && d < param.shape.size(); ++d)
-    shape_ok = param.shape[d] == kDynamicExtent || param.shape[d] == tensor.shape()[d];
-  if (tensor.dtype() != param.dtype || !shape_ok)
+  if (!param.accepts(tensor.dtype(), tensor.shape()))
     throw UsageError("argument '" + param.name + "' must be " + param.type_string() + ", given " +
                      tensor.describe());
   if (auto problem = resident_binding_problem(program, param, tensor.layout()))
@@ -662,26 +659,25 @@ DistributedRunResult DistributedWorker::run(const DistributedCompiledProgram& pr
   return handle.wait();
 }
 
-ResidentTensor DistributedWorker::alloc_stacked_tensor(DType dtype, const Shape& part_shape) {
-  Shape shape{world_};
-  shape.insert(shape.end(), part_shape.begin(), part_shape.end());
+ResidentTensor DistributedWorker::alloc_resident(DType dtype, const Shape& shape,
+                                                 ResidentLayout layout) {
   ResidentTensor tensor;
   tensor.state_ = std::make_shared<ResidentTensor::State>();
   tensor.state_->dtype = dtype;
   tensor.state_->shape = shape;
-  tensor.state_->layout = ResidentLayout::kStacked;
+  tensor.state_->layout = layout;
   resident_op(tensor, wire::Resident::kAlloc, nullptr, nullptr);
   return tensor;
 }
 
+ResidentTensor DistributedWorker::alloc_stacked_tensor(DType dtype, const Shape& part_shape) {
+  Shape shape{world_};
+  shape.insert(shape.end(), part_shape.begin(), part_shape.end());
+  return alloc_resident(dtype, shape, ResidentLayout::kStacked);
+}
+
 ResidentTensor DistributedWorker::alloc_tensor(DType dtype, const Shape& shape) {
-  ResidentTensor tensor;
-  tensor.state_ = std::make_shared<ResidentTensor::State>();
-  tensor.state_->dtype = dtype;
-  tensor.state_->shape = shape;
-  tensor.state_->layout = ResidentLayout::kReplicated;
-  resident_op(tensor, wire::Resident::kAlloc, nullptr, nullptr);
-  return tensor;
+  return alloc_resident(dtype, shape, ResidentLayout::kReplicated);
 }
 
 void DistributedWorker::copy_to(const ResidentTensor& dst, const Tensor& src) {

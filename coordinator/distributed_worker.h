@@ -242,6 +242,7 @@ class DistributedWorker {
   RunHandle submit_locked(const DistributedCompiledProgram& program, std::vector<RunArgument> args,
                           const DistributedRunOptions& options);
   void check_resident(const ResidentTensor& tensor, const char* operation) const;
+  ResidentTensor alloc_resident(DType dtype, const Shape& shape, ResidentLayout layout);
   // Queues one RESIDENT per rank that holds a part and waits for their answers.
   void resident_op(const ResidentTensor& tensor, uint8_t op, const Tensor* src, Tensor* dst);
   // Sends what can be sent and handles one incoming message; false at `deadline`.

@@ -94,10 +94,7 @@ void check_arguments(const std::vector<ParamInfo>& params, const std::vector<Ten
   for (size_t i = 0; i < params.size(); ++i) {
     const ParamInfo& p = params[i];
     const Tensor& t = args[i];
-    bool shape_ok = t.shape().size() == p.shape.size();
-    for (size_t d = 0; shape_ok && d < p.shape.size(); ++d)
-      shape_ok = p.shape[d] == kDynamicExtent || p.shape[d] == t.shape()[d];
-    if (t.dtype() != p.dtype || !shape_ok)
+    if (!p.accepts(t.dtype(), t.shape()))
       throw UsageError("argument '" + p.name + "' must be " + p.type_string() + ", given " +
                        t.describe());
   }
