@@ -129,6 +129,30 @@ TEST(WindowSet, LayoutAndPath) {
                 ws.memory_model(0) == MPI_WIN_UNIFIED ? "unified" : "separate");
 }
 
+// rma windows of one member set are carved out of one MPI window: a put into
+// one lands in it alone.
+TEST(WindowSet, WindowsOfOneMemberSetKeepTheirOwnBytes) {
+  WindowSet ws(session(), {{"a", 100, DType::kF32, {}},
+                           {"pair", 32, DType::kI32, {0, 1}},
+                           {"b", 64, DType::kI32, {}}});
+  CommState state(ws, kTimeout);
+  FakeKernel k(ws, state);
+  const auto* api = k.comm();
+  const int next = (R() + 1) % W();
+  std::vector<unsigned char> pattern(64, 0xAB);
+  ASSERT_EQ(api->put(k.c(), 2, next, 0, pattern.data(), 64), 0) << k.errors();
+  ASSERT_EQ(api->barrier(k.c()), 0) << k.errors();
+  const auto* a = static_cast<const unsigned char*>(k.ctx.windows[0].local);
+  const auto* b = static_cast<const unsigned char*>(k.ctx.windows[2].local);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(a[i], 0) << "window a changed at byte " << i;
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(b[i], 0xAB) << "window b at byte " << i;
+  if (R() < 2) {
+    const auto* pair = static_cast<const unsigned char*>(k.ctx.windows[1].local);
+    for (int i = 0; i < 32; ++i) ASSERT_EQ(pair[i], 0) << "window pair changed at byte " << i;
+  }
+  ASSERT_EQ(api->barrier(k.c()), 0) << k.errors();
+}
+
 // A window whose members all share a node keeps shared memory even when the
 // job spans nodes (docs/windows.md "Across nodes").
 TEST(WindowSet, WindowWithinANodeKeepsSharedMemory) {

@@ -202,6 +202,28 @@ WindowSet::WindowSet(const MpiSession& session, std::vector<WindowSpec> specs,
     w.path = (one_node && mode != CommMode::kRma) ? CommPath::kShm : CommPath::kRma;
   }
 
+  // rma windows of one member set are carved out of one MPI window: across
+  // nodes each MPI_Win_allocate costs ~0.3 s of osc/ucx wire-up
+  // (docs/performance.md, "Across two hosts"). Every rank computes the same
+  // layout, so displacements agree.
+  std::vector<size_t> owner_of(windows_.size());
+  std::vector<uint64_t> mpi_bytes(windows_.size(), 0);
+  for (size_t i = 0; i < windows_.size(); ++i) {
+    Window& w = windows_[i];
+    owner_of[i] = i;
+    if (w.path != CommPath::kRma) continue;
+    for (size_t j = 0; j < i; ++j)
+      if (windows_[j].path == CommPath::kRma && owner_of[j] == j &&
+          windows_[j].spec.members == w.spec.members) {
+        owner_of[i] = j;
+        break;
+      }
+    const uint64_t aligned = (w.spec.bytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign;
+    w.disp = mpi_bytes[owner_of[i]];
+    w.owns_win = owner_of[i] == i;
+    mpi_bytes[owner_of[i]] += aligned;
+  }
+
   check_mpi(MPI_Comm_dup(comm, &barrier_comm_), "MPI_Comm_dup(barrier)");
   MPI_Comm_set_errhandler(barrier_comm_, MPI_ERRORS_RETURN);
   // From here on an MPI failure leaves peers inside collectives; the agent
@@ -230,9 +252,16 @@ WindowSet::WindowSet(const MpiSession& session, std::vector<WindowSpec> specs,
     w.peer.assign(world, nullptr);
     if (!w.member) continue;
     if (w.path == CommPath::kShm) allocate_shared(w);
-    if (w.path == CommPath::kRma) allocate_rma(w);
-    check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win),
-              "MPI_Win_lock_all(window '" + w.spec.name + "')");
+    if (w.path == CommPath::kRma && !w.owns_win) {
+      const Window& owner = windows_[owner_of[i]];
+      w.win = owner.win;
+      w.local = static_cast<char*>(owner.local) + w.disp;
+      w.model = owner.model;
+    } else {
+      if (w.path == CommPath::kRma) allocate_rma(w, mpi_bytes[i]);
+      check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win),
+                "MPI_Win_lock_all(window '" + w.spec.name + "')");
+    }
     zero(w);
     has_rma_ = has_rma_ || w.path == CommPath::kRma;
     log::debug("window {} '{}': {} bytes, members {}, path {}, memory model {}", i, w.spec.name,
@@ -321,11 +350,11 @@ void WindowSet::allocate_shared(Window& w) {
     MPI_Win_free(&w.win);
     std::fill(w.peer.begin(), w.peer.end(), nullptr);
     w.path = CommPath::kRma;
-    allocate_rma(w);
+    allocate_rma(w, w.spec.bytes);
   }
 }
 
-void WindowSet::allocate_rma(Window& w) {
+void WindowSet::allocate_rma(Window& w, uint64_t bytes) {
   MPI_Info info;
   MPI_Info_create(&info);
   MPI_Info_set(info, "same_size", "true");
@@ -334,7 +363,7 @@ void WindowSet::allocate_rma(Window& w) {
   // order one origin's accumulates for us.
   MPI_Info_set(info, "accumulate_ordering", "none");
   const MPI_Aint size =
-      static_cast<MPI_Aint>((w.spec.bytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign);
+      static_cast<MPI_Aint>((bytes + kAllocAlign - 1) / kAllocAlign * kAllocAlign);
   void* base = nullptr;
   const int rc = MPI_Win_allocate(size, 1, info, w.comm, &base, &w.win);
   MPI_Info_free(&info);
@@ -355,10 +384,10 @@ void WindowSet::allocate_rma(Window& w) {
     else
       advice = ". If MPI printed that its one-sided component does not support "
                "MPI_THREAD_MULTIPLE, run with PYPTO_MPI_THREAD=serialized";
-    throw InfraError("MPI_Win_allocate(window '" + w.spec.name + "', " +
-                     std::to_string(w.spec.bytes) + " bytes): " + mpi_error_string(rc) + advice);
+    throw InfraError("MPI_Win_allocate(window '" + w.spec.name + "', " + std::to_string(bytes) +
+                     " bytes): " + mpi_error_string(rc) + advice);
   }
-  check_mpi(rc, "MPI_Win_allocate(window '" + w.spec.name + "', " + std::to_string(w.spec.bytes) +
+  check_mpi(rc, "MPI_Win_allocate(window '" + w.spec.name + "', " + std::to_string(bytes) +
                     " bytes)");
   MPI_Win_set_errhandler(w.win, MPI_ERRORS_RETURN);
   w.local = base;
@@ -383,7 +412,7 @@ WindowSet::~WindowSet() {
   MPI_Finalized(&finalized);
   if (finalized) return;  // too late to free anything; the OS reclaims it
   for (Window& w : windows_) {
-    if (w.win == MPI_WIN_NULL) continue;
+    if (w.win == MPI_WIN_NULL || !w.owns_win) continue;
     MPI_Win_unlock_all(w.win);
     MPI_Win_free(&w.win);  // collective over the members
   }
@@ -458,7 +487,7 @@ void WindowSet::release() const {
   if (!has_rma_) return;
   auto lock = session_.lock();
   for (const Window& w : windows_)
-    if (w.member && w.path == CommPath::kRma) {
+    if (w.member && w.path == CommPath::kRma && w.owns_win) {
       const int rc = MPI_Win_sync(w.win);
       if (rc != MPI_SUCCESS) throw_mpi(where("release"), "MPI_Win_sync", rc);
     }
@@ -468,7 +497,7 @@ void WindowSet::acquire() const {
   if (has_rma_) {
     auto lock = session_.lock();
     for (const Window& w : windows_)
-      if (w.member && w.path == CommPath::kRma) {
+      if (w.member && w.path == CommPath::kRma && w.owns_win) {
         const int rc = MPI_Win_sync(w.win);
         if (rc != MPI_SUCCESS) throw_mpi(where("acquire"), "MPI_Win_sync", rc);
       }
@@ -491,7 +520,7 @@ void WindowSet::load(const char* call, int id, int peer, uint64_t offset, void* 
   for (uint64_t done = 0; done < bytes;) {
     const int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
     const int rc = MPI_Get(static_cast<char*>(dst) + done, n, MPI_BYTE, target,
-                           static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, w.win);
+                           static_cast<MPI_Aint>(w.disp + offset + done), n, MPI_BYTE, w.win);
     if (rc != MPI_SUCCESS) throw_mpi(where(call), "MPI_Get", rc);
     done += n;
   }
@@ -514,7 +543,7 @@ void WindowSet::store(const char* call, int id, int peer, uint64_t offset, const
   for (uint64_t done = 0; done < bytes;) {
     const int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
     const int rc = MPI_Put(static_cast<const char*>(src) + done, n, MPI_BYTE, target,
-                           static_cast<MPI_Aint>(offset + done), n, MPI_BYTE, w.win);
+                           static_cast<MPI_Aint>(w.disp + offset + done), n, MPI_BYTE, w.win);
     if (rc != MPI_SUCCESS) throw_mpi(where(call), "MPI_Put", rc);
     done += n;
   }
@@ -545,7 +574,8 @@ void WindowSet::add(const char* call, int id, int peer, uint64_t offset, const v
       const int n = static_cast<int>(std::min(chunk, count - done));
       const int rc =
           MPI_Accumulate(static_cast<const char*>(src) + done * size, n, type, target,
-                         static_cast<MPI_Aint>(offset + done * size), n, type, MPI_SUM, w.win);
+                         static_cast<MPI_Aint>(w.disp + offset + done * size), n, type, MPI_SUM,
+                         w.win);
       if (rc != MPI_SUCCESS) throw_mpi(where(call), "MPI_Accumulate", rc);
       done += n;
     }
@@ -565,7 +595,7 @@ void WindowSet::add(const char* call, int id, int peer, uint64_t offset, const v
     uint16_t add_bits;
     std::memcpy(&add_bits, static_cast<const char*>(src) + i * 2, 2);
     const uint64_t byte = offset + i * 2;
-    const MPI_Aint disp = static_cast<MPI_Aint>(byte & ~uint64_t{3});
+    const MPI_Aint disp = static_cast<MPI_Aint>((w.disp + byte) & ~uint64_t{3});
     const size_t pos = byte & 3;  // 0 or 2: where the element sits in the word
     uint32_t old = 0;
     const uint32_t unused = 0;
@@ -621,7 +651,8 @@ void WindowSet::notify(int id, int peer, uint64_t offset, int32_t value, int32_t
   // to one network atomic where they can.
   auto lock = session_.lock();
   int32_t previous = 0;
-  int rc = MPI_Fetch_and_op(&value, &previous, MPI_INT32_T, target, static_cast<MPI_Aint>(offset),
+  int rc = MPI_Fetch_and_op(&value, &previous, MPI_INT32_T, target,
+                            static_cast<MPI_Aint>(w.disp + offset),
                             op == PYPTO_STORE_SET ? MPI_REPLACE : MPI_SUM, w.win);
   if (rc != MPI_SUCCESS) throw_mpi(where(call), "MPI_Fetch_and_op", rc);
   rc = MPI_Win_flush(target, w.win);
@@ -644,7 +675,8 @@ int32_t WindowSet::read_cell_unchecked(const Window& w, uint64_t offset) const {
   auto lock = session_.lock();
   int32_t unused = 0;
   int32_t value = 0;
-  int rc = MPI_Fetch_and_op(&unused, &value, MPI_INT32_T, self, static_cast<MPI_Aint>(offset),
+  int rc = MPI_Fetch_and_op(&unused, &value, MPI_INT32_T, self,
+                            static_cast<MPI_Aint>(w.disp + offset),
                             MPI_NO_OP, w.win);
   if (rc == MPI_SUCCESS) rc = MPI_Win_flush(self, w.win);
   if (rc != MPI_SUCCESS) throw_mpi(where("wait"), "MPI_Fetch_and_op", rc);

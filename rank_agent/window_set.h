@@ -130,6 +130,11 @@ class WindowSet {
     bool member = false;
     MPI_Comm comm = MPI_COMM_NULL;  // members only; owned by comms_
     MPI_Win win = MPI_WIN_NULL;
+    // rma windows of the same members share one MPI window (one MPI_Win_allocate
+    // instead of one per window): this window's bytes start at `disp` in it, and
+    // the first of them owns it (locks, syncs and frees it).
+    uint64_t disp = 0;
+    bool owns_win = true;
     void* local = nullptr;
     int model = 0;
     std::vector<int> comm_rank;  // world rank -> rank in comm, -1 for non-members
@@ -139,7 +144,7 @@ class WindowSet {
   void create(Window& w, CommMode mode);
   bool members_share_node(const Window& w) const;
   void allocate_shared(Window& w);
-  void allocate_rma(Window& w);
+  void allocate_rma(Window& w, uint64_t bytes);
   const Window& checked(const char* call, int id) const;
   int checked_peer(const char* call, const Window& w, int id, int peer) const;
   void check_range(const char* call, const Window& w, int id, int peer, uint64_t offset,
