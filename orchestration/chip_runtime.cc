@@ -15,6 +15,11 @@
 
 namespace pypto::chip {
 
+namespace {
+// How long the orchestrator polls for the last task before sleeping on ring_cv_.
+constexpr std::chrono::microseconds kDrainSpin{30};
+}  // namespace
+
 int64_t now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -711,7 +716,17 @@ DispatchRecord ChipRuntime::run(const OrchestrationCall& call,
   if (scope_stack_.size() > 1)
     report_orchestration_error("returned with a scope still open (scope_begin without scope_end)");
 
-  // Drain: every submitted task finishes (or is skipped after a failure).
+  // Drain: every submitted task finishes (or is skipped after a failure). A short
+  // dispatch (often one task) is done within microseconds: look again for a
+  // moment before sleeping, so that neither side pays for a futex wake.
+  for (const auto spin_end = std::chrono::steady_clock::now() + kDrainSpin;;) {
+    {
+      std::lock_guard<std::mutex> lock(ring_mu_);
+      if (completed_ == submitted_) break;
+    }
+    if (std::chrono::steady_clock::now() >= spin_end) break;
+    std::this_thread::yield();
+  }
   {
     std::unique_lock<std::mutex> lock(ring_mu_);
     ++ring_waiters_;
