@@ -38,6 +38,7 @@
 #include "coordinator/dispatch_flags.h"
 #include "coordinator/distributed_worker.h"
 #include "coordinator/exec_command.h"
+#include "coordinator/l3_run.h"
 #include "coordinator/program_data.h"
 #include "coordinator/program_inputs.h"
 #include "coordinator/replay_command.h"
@@ -311,10 +312,20 @@ py::dict prepare_report_dict(const PrepareReport& r) {
 // Workers. Each Python call holds the program objects alive through py::object references
 // kept by the Python wrappers; the C++ objects here only point at them.
 
+// With a DFX switch on, a run's DFX files go to dfx_outputs/rank<r>/d<k>/ as
+// pypto-coord run lays them out.
+void write_dfx_if_asked(const DistributedWorker& worker, const DistributedCompiledProgram& program,
+                        const DistributedRunOptions& options, const DistributedRunResult& result) {
+  if (options.config.any_dfx_enabled())
+    coord::write_dfx_outputs(program, result, worker.prepare_report());
+}
+
 class PyRunHandle {
  public:
-  PyRunHandle(RunHandle handle, std::vector<py::array> arrays)
-      : handle_(std::move(handle)), arrays_(std::move(arrays)) {}
+  PyRunHandle(RunHandle handle, std::vector<py::array> arrays, const DistributedWorker& worker,
+              const DistributedCompiledProgram& program, DistributedRunOptions options)
+      : handle_(std::move(handle)), arrays_(std::move(arrays)), worker_(&worker),
+        program_(&program), options_(std::move(options)) {}
   PyRunHandle(PyRunHandle&&) = default;
   // A run still writing into the arrays must end before they may go.
   ~PyRunHandle() {
@@ -332,6 +343,7 @@ class PyRunHandle {
     try {
       py::gil_scoped_release release;
       r = handle_.wait();
+      write_dfx_if_asked(*worker_, *program_, options_, r);
     } catch (...) {
       arrays_.clear();  // a failed run has stopped the worker: nothing writes any more
       throw;
@@ -343,6 +355,10 @@ class PyRunHandle {
  private:
   RunHandle handle_;
   std::vector<py::array> arrays_;
+  // The Python wrappers keep the worker and the program alive longer than any handle.
+  const DistributedWorker* worker_;
+  const DistributedCompiledProgram* program_;
+  DistributedRunOptions options_;
 };
 
 DistributedRunOptions distributed_run_options(const DistributedCompiledProgram& program,
@@ -640,6 +656,7 @@ PYBIND11_MODULE(_core, m) {
             {
               py::gil_scoped_release release;
               r = worker.run(program, args, options);
+              write_dfx_if_asked(worker, program, options, r);
             }
             return distributed_result_dict(r);
           },
@@ -658,7 +675,7 @@ PYBIND11_MODULE(_core, m) {
               py::gil_scoped_release release;
               handle = worker.submit(program, std::move(args), options);
             }
-            return PyRunHandle(std::move(handle), arrays);
+            return PyRunHandle(std::move(handle), arrays, worker, program, options);
           },
           py::arg("program"), py::arg("arrays"), py::arg("config"), py::arg("reset_windows"),
           py::arg("dispatch_timeout_s") = py::none())

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 import threading
-import warnings
+import time
 from pathlib import Path
 
 import numpy as np
@@ -119,26 +119,31 @@ def test_the_gil_is_released_while_a_run_executes(vector_add):
     a, b = inputs(vector_add)
     c = np.zeros(1024, np.float32)
     worker.run(compiled, a, b, c)  # load first
+    spins = [0]
+    stop = threading.Event()
+
+    def spin():  # gives the GIL back every 1000 spins, so the main thread can go on
+        while not stop.is_set():
+            spins[0] += 1
+            if spins[0] % 1000 == 0:
+                time.sleep(0)
+
     previous = sys.getswitchinterval()
-    # With a 10 s switch interval another thread only gets the GIL when it is released.
+    # With a 10 s switch interval the spinning thread only runs while the main
+    # thread has released the GIL itself.
     sys.setswitchinterval(10.0)
+    thread = threading.Thread(target=spin)
     try:
-        done = threading.Event()
-
-        def runs():
-            for _ in range(200):
-                worker.run(compiled, a, b, c)
-            done.set()
-
-        thread = threading.Thread(target=runs)
         thread.start()
-        spins = 0
-        while not done.is_set():
-            spins += 1
-        thread.join()
+        before = spins[0]
+        for _ in range(20):
+            worker.run(compiled, a, b, c)
+        during = spins[0] - before
     finally:
+        stop.set()
+        thread.join()
         sys.setswitchinterval(previous)
-    assert spins > 10000
+    assert during > 1000
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -284,8 +289,6 @@ def test_benchmark_statistics(vector_add):
 def test_replay_after_a_kernel_edit(scratch):
     (scratch / "replay").mkdir()
     d = copy_fixture(scratch / "replay", "l2/vector_add")
-    arrays = replay(d, validate=True)
-    np.testing.assert_allclose(arrays[2], golden(d, "expected", "c"), rtol=1e-6)
     # Edit the .pto listing (newer than ptoas/vadd.cpp): replay splices it into the kernel.
     pto = d / "ptoas" / "vadd.pto"
     pto.write_text(pto.read_text().replace("tadd", "tsub"))
@@ -294,16 +297,16 @@ def test_replay_after_a_kernel_edit(scratch):
     assert "tsub" in (d / "ptoas" / "vadd.pto").read_text()
     a, b = inputs(d)
     c = np.zeros(1024, np.float32)
-    replay(d, a, b, c)
+    assert replay(d, a, b, c, recompile=False)[2] is c  # the edited binary, from the cache
     np.testing.assert_allclose(c, a - b, rtol=1e-6)
     assert invalidate_binary_cache(d) >= 1
 
 
 def test_replay_command_line(vector_add):
     r = run_python(["-m", "pypto.runtime.debug.replay", str(vector_add), "--validate",
-                    "--dep-gen", "--log-level", "warn"])
+                    "--dep-gen", "--no-recompile", "--log-level", "warn"])
     assert r.returncode == 0, r.stderr
-    assert "cache: invalidated" in r.stdout
+    assert "cache: kept (--no-recompile)" in r.stdout
     assert "validation: passed" in r.stdout
 
 

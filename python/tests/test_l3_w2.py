@@ -165,7 +165,7 @@ def test_ctrl_c_raises_keyboard_interrupt_and_stops_the_agents(scratch):
             except KeyboardInterrupt as e:
                 print("interrupted:", type(e).__module__, type(e).__name__, e, flush=True)
                 pid = os.getpid()
-                with open(f"/proc/{pid}/task/{pid}/children") as f:
+                with open(f"/proc/{{pid}}/task/{{pid}}/children") as f:
                     print("children:", len(f.read().split()), flush=True)
                 sys.exit(130)
     """)

@@ -89,8 +89,8 @@ class CompileOptions:
         kwargs = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("diagnostic_phase", "output_dir", "memory_planner",
-                          "distributed_config") and not value:
+            # As the C++ mapping: empty strings and no distributed_config are unset.
+            if value is None or (isinstance(value, str) and not value):
                 continue
             kwargs[f.name] = list(value) if f.name == "disabled_diagnostics" else value
         return kwargs
