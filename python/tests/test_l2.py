@@ -335,3 +335,23 @@ def test_execute_artifact_prints_pypto_coord_execs_markers(scratch, tmp_path):
     assert py.stdout == cpp.stdout
     assert marker_lines(py.stdout) == [f"PYPTO_EXEC_RESULT=PASS work_dir={good} device=0",
                                        f"PYPTO_EXEC_RESULT=FAIL work_dir={broken}"]
+
+
+def test_dlpack_objects_are_inputs_only(vector_add):
+    class DLPackOnly:  # an exporter without __array_interface__ / __array__
+        def __init__(self, array):
+            self._array = array
+
+        def __dlpack__(self, stream=None):
+            return self._array.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self._array.__dlpack_device__()
+
+    compiled = ir.CompiledProgram.from_dir(vector_add)
+    a, b = inputs(vector_add)
+    c = np.zeros(1024, np.float32)
+    compiled(DLPackOnly(a), DLPackOnly(b), c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+    with pytest.raises(pypto.UsageError, match="'c' is an Out parameter, and its array is read-only"):
+        compiled(a, b, DLPackOnly(c))

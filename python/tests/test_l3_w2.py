@@ -185,3 +185,16 @@ def test_ctrl_c_raises_keyboard_interrupt_and_stops_the_agents(scratch):
     assert "interrupted: pypto.errors InterruptedError" in out
     assert time.monotonic() - started < 15
     assert "children: 0" in out  # mpirun (and with it every agent) is gone
+
+
+def test_persistent_worker_keeps_the_windows(scratch):
+    # accumulate_w2 adds into a window it never clears: y grows run by run unless
+    # the windows are reset (the default).
+    compiled = ir.DistributedCompiledProgram.from_dir(copy_fixture(scratch, "l3/accumulate_w2"))
+    x, y = arguments(compiled)
+    with compiled.prepare(persistent=True) as worker:
+        worker.run(compiled, x, y)
+        first = y.copy()
+        np.testing.assert_allclose(first, expected(compiled), rtol=1e-6)
+        worker.run(compiled, x, y)
+        assert not np.allclose(y, first)
