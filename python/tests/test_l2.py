@@ -355,3 +355,13 @@ def test_dlpack_objects_are_inputs_only(vector_add):
     np.testing.assert_allclose(c, a + b, rtol=1e-6)
     with pytest.raises(pypto.UsageError, match="'c' is an Out parameter, and its array is read-only"):
         compiled(a, b, DLPackOnly(c))
+
+
+def test_execute_artifact_dir_in_process(scratch, capfd):
+    from pypto.runtime.execute_artifact import execute_artifact_dir
+
+    (scratch / "exec_dir").mkdir()
+    d = copy_fixture(scratch / "exec_dir", "l2/vector_add")
+    assert execute_artifact_dir(d, dfx=DfxOptions(enable_dep_gen=True)) == 0
+    assert marker_lines(capfd.readouterr().out) == ["PYPTO_EXEC_RESULT=PASS device=0"]
+    assert (d / "dfx_outputs" / "deps.json").is_file()
