@@ -95,14 +95,18 @@ ExecStatus exec_in_child(const ManifestEntry& entry, const ExecArgs& args,
     err << prefix << "pypto-coord: error: " << e.what() << std::endl;
     return ExecStatus::kInfra;
   }
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) {
-    err << prefix << "pypto-coord: error: cannot find its own executable (/proc/self/exe: "
-        << ec.message() << ")" << std::endl;
-    return ExecStatus::kInfra;
+  std::vector<std::string> argv = args.child_command;
+  if (argv.empty()) {
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) {
+      err << prefix << "pypto-coord: error: cannot find its own executable (/proc/self/exe: "
+          << ec.message() << ")" << std::endl;
+      return ExecStatus::kInfra;
+    }
+    argv = {self.string(), "exec"};
   }
-  std::vector<std::string> argv{self.string(), "exec", fs::absolute(entry.path).string()};
+  argv.push_back(fs::absolute(entry.path).string());
   if (platform) argv.insert(argv.end(), {"--platform", *platform});
   for (std::string& a : dispatch_flags_argv(args.dispatch)) argv.push_back(std::move(a));
   if (log_level) argv.insert(argv.end(), {"--log-level", *log_level});

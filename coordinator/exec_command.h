@@ -20,6 +20,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "coordinator/dispatch_flags.h"
 
@@ -29,6 +30,10 @@ struct ExecArgs {
   std::optional<std::string> dir;
   std::optional<std::string> manifest;
   DispatchFlags dispatch;
+  // The command that runs one manifest entry, before "<dir> [flags]": empty
+  // means this executable's `exec` (/proc/self/exe). An embedder whose process
+  // is not pypto-coord (the Python package) names its own entry here.
+  std::vector<std::string> child_command;
 };
 
 void add_exec_args(CLI::App& cmd, ExecArgs& args);

@@ -189,6 +189,13 @@ std::string device_list(const std::vector<int64_t>& device_ids) {
   return text;
 }
 
+void write_dfx_outputs(const DistributedCompiledProgram& program,
+                       const DistributedRunResult& result, const PrepareReport& prepare) {
+  const fs::path dfx_root = program.dir() / kDfxOutputsDir;
+  remove_stale_dispatch_dirs(dfx_root);
+  write_dispatch_dirs(dfx_root, result, prepare);
+}
+
 L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out) {
   RunStart start = start_run(program, request);

@@ -41,6 +41,13 @@ struct L3RunOutcome {
 L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out);
 
+// dfx_outputs/rank<r>/d<k>/ of one completed run of `program` (what run_l3_program
+// writes): the rank<r>/d<k>/ directories of an earlier run are removed first, then
+// each dispatch's DFX files and dispatch_program.json are written. For embedders
+// that run a DistributedWorker themselves (the Python package).
+void write_dfx_outputs(const DistributedCompiledProgram& program,
+                       const DistributedRunResult& result, const PrepareReport& prepare);
+
 // "0,1,2,3": the device ids exec prints for an L3 build.
 std::string device_list(const std::vector<int64_t>& device_ids);
 

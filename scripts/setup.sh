@@ -13,6 +13,7 @@ packages=(
   libzmq3-dev cppzmq-dev libcereal-dev
   libspdlog-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libssl-dev libopenblas-dev
+  python3-dev pybind11-dev python3-numpy python3-pytest
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -26,10 +27,16 @@ if ((${#missing[@]})); then
 fi
 
 build=${PYPTO_BUILD_DIR:-build}
-if [[ ! -f "$build/build.ninja" ]]; then
+# A build tree configured before packages were added must see them (python/).
+if [[ ! -f "$build/build.ninja" ]] || ((${#missing[@]})); then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
 cmake --build "$build" -j "$(nproc)"
 if [[ "${1:-}" != "--no-install" ]]; then
   cmake --install "$build" --prefix "${PYPTO_PREFIX:-/usr/local}" >/dev/null
+  # The Python package is built for Debian's interpreter (docs/python.md).
+  if [[ -z "${PYPTO_PREFIX:-}" ]] && ! (cd / && /usr/bin/python3 -c "import pypto"); then
+    echo "setup: /usr/bin/python3 cannot import pypto; see docs/python.md" >&2
+    exit 1
+  fi
 fi
