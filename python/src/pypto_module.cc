@@ -224,6 +224,48 @@ std::vector<Tensor> borrow_arguments(const std::vector<ParamInfo>& params,
   return tensors;
 }
 
+DType parse_dtype_or_throw(const std::string& name) {
+  if (auto dtype = parse_dtype(name)) return *dtype;
+  throw UsageError("unknown dtype '" + name +
+                   "'; use one of f32, f16, bf16, i8, i16, i32, i64, u8, bool");
+}
+
+// A run's arguments: arrays (borrowed, as above) or resident tensors, which stay
+// in the agents (docs/resident-tensors.md). `arrays` keeps the arrays of a run.
+std::vector<RunArgument> run_arguments(const std::vector<ParamInfo>& params, const py::list& args,
+                                       const std::string& program,
+                                       std::vector<py::array>& arrays) {
+  if (args.size() != params.size())
+    throw UsageError(program + " takes " + std::to_string(params.size()) + " argument(s) (" +
+                     param_names(params) + "), " + std::to_string(args.size()) + " given");
+  std::vector<RunArgument> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    py::handle value = args[i];
+    if (py::isinstance<ResidentTensor>(value)) {
+      out.emplace_back(value.cast<ResidentTensor>());
+      continue;
+    }
+    py::array array = py::reinterpret_borrow<py::array>(value);
+    out.emplace_back(borrow_array(array, params[i]));
+    arrays.push_back(std::move(array));
+  }
+  return out;
+}
+
+// A host array for a resident tensor's copy_to (read) or copy_from (written).
+Tensor resident_host_array(const ResidentTensor& resident, const py::array& array, bool written) {
+  ParamInfo as_param;
+  as_param.name = "host array of " + resident.describe();
+  as_param.dtype = resident.dtype();
+  as_param.shape = resident.shape();
+  as_param.direction = written ? Direction::kOut : Direction::kIn;
+  Tensor tensor = borrow_array(array, as_param);
+  if (!as_param.accepts(tensor.dtype(), tensor.shape()))
+    throw UsageError(resident.describe() + " and the host array " + tensor.describe() +
+                     " differ in dtype or shape");
+  return tensor;
+}
+
 const char* numpy_dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF32: return "float32";
@@ -626,6 +668,19 @@ PYBIND11_MODULE(_core, m) {
       .def("done", &PyRunHandle::done)
       .def("wait", &PyRunHandle::wait);
 
+  py::class_<ResidentTensor>(m, "ResidentTensor")
+      .def_property_readonly("dtype", [](const ResidentTensor& t) { return dtype_name(t.dtype()); })
+      .def_property_readonly("shape",
+                             [](const ResidentTensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("layout",
+                             [](const ResidentTensor& t) {
+                               return t.layout() == ResidentLayout::kStacked ? "stacked"
+                                                                             : "replicated";
+                             })
+      .def_property_readonly("id", &ResidentTensor::id)
+      .def_property_readonly("freed", &ResidentTensor::freed)
+      .def("__repr__", &ResidentTensor::describe);
+
   py::class_<DistributedWorker>(m, "DistributedWorker")
       .def_static(
           "prepare",
@@ -647,9 +702,11 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "run",
           [](DistributedWorker& worker, const DistributedCompiledProgram& program,
-             const std::vector<py::array>& arrays, const py::object& config, bool reset_windows,
+             const py::list& values, const py::object& config, bool reset_windows,
              std::optional<double> dispatch_timeout_s) {
-            std::vector<Tensor> args = borrow_arguments(program.params(), arrays, program.name());
+            std::vector<py::array> arrays;
+            std::vector<RunArgument> args =
+                run_arguments(program.params(), values, program.name(), arrays);
             const DistributedRunOptions options =
                 distributed_run_options(program, config, reset_windows, dispatch_timeout_s);
             DistributedRunResult r;
@@ -665,9 +722,11 @@ PYBIND11_MODULE(_core, m) {
       .def(
           "submit",
           [](DistributedWorker& worker, const DistributedCompiledProgram& program,
-             const std::vector<py::array>& arrays, const py::object& config, bool reset_windows,
+             const py::list& values, const py::object& config, bool reset_windows,
              std::optional<double> dispatch_timeout_s) {
-            std::vector<Tensor> args = borrow_arguments(program.params(), arrays, program.name());
+            std::vector<py::array> arrays;
+            std::vector<RunArgument> args =
+                run_arguments(program.params(), values, program.name(), arrays);
             const DistributedRunOptions options =
                 distributed_run_options(program, config, reset_windows, dispatch_timeout_s);
             RunHandle handle;
@@ -679,6 +738,36 @@ PYBIND11_MODULE(_core, m) {
           },
           py::arg("program"), py::arg("arrays"), py::arg("config"), py::arg("reset_windows"),
           py::arg("dispatch_timeout_s") = py::none())
+      .def(
+          "alloc_stacked_tensor",
+          [](DistributedWorker& worker, const std::string& dtype, const Shape& part_shape) {
+            const DType t = parse_dtype_or_throw(dtype);
+            py::gil_scoped_release release;
+            return worker.alloc_stacked_tensor(t, part_shape);
+          },
+          py::arg("dtype"), py::arg("part_shape"))
+      .def(
+          "alloc_tensor",
+          [](DistributedWorker& worker, const std::string& dtype, const Shape& shape) {
+            const DType t = parse_dtype_or_throw(dtype);
+            py::gil_scoped_release release;
+            return worker.alloc_tensor(t, shape);
+          },
+          py::arg("dtype"), py::arg("shape"))
+      .def("copy_to",
+           [](DistributedWorker& worker, const ResidentTensor& dst, const py::array& src) {
+             const Tensor host = resident_host_array(dst, src, false);
+             py::gil_scoped_release release;
+             worker.copy_to(dst, host);
+           })
+      .def("copy_from",
+           [](DistributedWorker& worker, const ResidentTensor& src, const py::array& dst) {
+             Tensor host = resident_host_array(src, dst, true);
+             py::gil_scoped_release release;
+             worker.copy_from(src, host);
+           })
+      .def("free", [](DistributedWorker& worker, ResidentTensor& tensor) { worker.free(tensor); },
+           py::call_guard<py::gil_scoped_release>())
       .def("close", &DistributedWorker::close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("world", &DistributedWorker::world)
       .def_property_readonly("prepare_report", [](const DistributedWorker& w) {

@@ -94,6 +94,30 @@ def test_bad_arguments_leave_the_worker_usable(worker, build, tmp_path):
     np.testing.assert_allclose(y, expected(build), rtol=1e-6)
 
 
+def test_resident_tensors_stay_in_the_agents(worker, build):
+    x_host, _ = arguments(build)
+    x = worker.alloc_stacked_tensor(x_host.shape[1:], np.float32)
+    y = worker.alloc_stacked_tensor(x_host.shape[1:], "f32")
+    assert x.shape == x_host.shape and x.layout == "stacked" and x.dtype == "f32"
+    worker.copy_to(x, x_host)
+    for _ in range(2):
+        worker.run(build, x, y)  # nothing shipped, nothing returned
+    y_host = worker.copy_from(y, np.zeros_like(x_host))
+    np.testing.assert_allclose(y_host, expected(build), rtol=1e-6)
+    # Mixed: a resident input, a host output.
+    y_array = np.zeros_like(x_host)
+    worker.run(build, x, y_array)
+    np.testing.assert_allclose(y_array, expected(build), rtol=1e-6)
+    with pytest.raises(pypto.UsageError, match="differ in dtype or shape"):
+        worker.copy_to(x, x_host[:1].copy())
+    worker.free(y)
+    assert y.freed
+    with pytest.raises(pypto.UsageError, match="was freed"):
+        worker.run(build, x, y)
+    worker.run(build, x, y_array)  # still usable
+    worker.free(x)
+
+
 def test_benchmark_on_a_prepared_worker(worker, build):
     x, y = arguments(build)
     stats = benchmark(build, [x, y], rounds=4, warmup=1, worker=worker)

@@ -9,7 +9,7 @@ import time
 from typing import Dict, List, Optional
 
 from .. import _core
-from .._arrays import as_arrays
+from .._arrays import as_array, as_arrays, core_dtype
 from ..ir.compiled_program import CompiledProgram
 from ..ir.distributed_compiled_program import DistributedCompiledProgram
 from .run_config import RunConfig
@@ -188,6 +188,37 @@ class DistributedWorker:
             handle = self._core.submit(compiled._core, arrays, self._config_of(config),
                                        not self._persistent, dispatch_timeout_s)
         return RunHandle(self, handle)
+
+    # Resident tensors (docs/resident-tensors.md): data that stays in the agents
+    # across runs. Pass one in place of an array to run()/submit(): it is neither
+    # shipped nor returned.
+    def alloc_stacked_tensor(self, part_shape, dtype):
+        """A tensor of shape [world, *part_shape] whose row [r] lives on rank r,
+        zero-filled."""
+        with self._lock:
+            return self._core.alloc_stacked_tensor(core_dtype(dtype), list(part_shape))
+
+    def alloc_tensor(self, shape, dtype):
+        """A tensor every rank holds a copy of, zero-filled; dispatches only read it."""
+        with self._lock:
+            return self._core.alloc_tensor(core_dtype(dtype), list(shape))
+
+    def copy_to(self, resident, array):
+        """Host -> agents: fills ``resident`` from ``array`` (same dtype and shape)."""
+        with self._lock:
+            self._core.copy_to(resident, as_array(array, "array"))
+
+    def copy_from(self, resident, array):
+        """Agents -> host: writes ``resident``'s data into ``array`` (same dtype and
+        shape); returns ``array``."""
+        with self._lock:
+            self._core.copy_from(resident, as_array(array, "array"))
+        return array
+
+    def free(self, resident):
+        """Frees ``resident`` on every rank; later use raises UsageError."""
+        with self._lock:
+            self._core.free(resident)
 
     def close(self):
         """Waits for every submitted run, shuts the agents down. Idempotent."""
