@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <ctime>
 #include <cstring>
 #include <fstream>
@@ -291,8 +292,21 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
         std::vector<int> absent;
         for (const AgentInfo& agent : agents_)
           if (agent.identity.empty()) absent.push_back(agent.rank);
+        // A rank that had connected and whose process is gone, without saying it was
+        // stopped, went first: mpirun then stopped the others.
+        note_gone_processes();
+        std::vector<int> gone;
+        for (const AgentInfo& agent : agents_)
+          if (!agent.identity.empty() && agent.process_gone && !agent.stopped_by_signal)
+            gone.push_back(agent.rank);
         std::string message;
-        if (const int signo = rank_signal_of(*ended); signo != 0) {
+        const int signo = rank_signal_of(*ended);
+        if (gone.size() == 1) {
+          message = describe(gone[0]) +
+                    (signo != 0 ? " was killed by " + signal_text(signo)
+                                : std::string(" ended without reporting an error")) +
+                    " while the run started (" + ended->what + ")";
+        } else if (signo != 0) {
           message = (absent.size() == 1 ? "rank " + rank_list(absent) + " was"
                                         : "one of rank(s) " + rank_list(absent) + " was") +
                     " killed by " + signal_text(signo) + " before it connected (" + ended->what +
@@ -311,6 +325,12 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
       } else if (int rank = rank_of(decoded->identity); rank >= 0) {
         agents_[static_cast<size_t>(rank)].last_heard = Clock::now();
         if (auto* error = std::get_if<wire::AgentError>(&decoded->message)) {
+          // Stopped by a signal (mpirun tearing the job down): a consequence, not the
+          // cause; the job's end, next, says what happened.
+          if (error->exit_code >= 128) {
+            agents_[static_cast<size_t>(rank)].stopped_by_signal = error->message;
+            continue;
+          }
           throw InfraError("rank " + std::to_string(rank) + " failed while the run started: " +
                            error->message);
         }
@@ -377,9 +397,14 @@ void AgentPool::measure_clocks(int rounds, Clock::time_point deadline) {
       }
       AgentInfo& agent = agents_[static_cast<size_t>(rank)];
       agent.last_heard = Clock::now();
-      if (auto* error = std::get_if<wire::AgentError>(&decoded->message))
+      if (auto* error = std::get_if<wire::AgentError>(&decoded->message)) {
+        if (error->exit_code >= 128) {
+          agent.stopped_by_signal = error->message;
+          fail_lost(describe(rank) + " was stopped: " + error->message);
+        }
         throw InfraError("rank " + std::to_string(rank) + " failed while the run started: " +
                          error->message);
+      }
       const auto* reply = std::get_if<wire::ClockReply>(&decoded->message);
       if (reply == nullptr || answered[static_cast<size_t>(rank)]) continue;  // heartbeats
       answered[static_cast<size_t>(rank)] = true;
@@ -431,6 +456,12 @@ void AgentPool::check_silence(Clock::time_point now) {
         message = hosts + " (unreachable or down); " + message;
     }
     message += "; its process or host is gone or stuck. The other ranks were stopped";
+    // A stuck local agent (SIGSTOP, a hung kernel) would not act on ABORT and would hold
+    // mpirun's teardown up: it goes first.
+    if (agent.local && agent.pidfd >= 0) {
+      ::syscall(SYS_pidfd_send_signal, agent.pidfd, SIGKILL, nullptr, 0);
+      message += " (it was killed)";
+    }
     if (running_dispatch(agent)) throw ProgramError(message);
     throw InfraError(message);
   }
