@@ -167,7 +167,7 @@ JsonObject load_json_object(const std::filesystem::path& path, const std::string
     storage = Json::parse(text, note_key);
   } catch (const Json::parse_error& e) {
     std::string why = text.empty() ? "is empty" : "is not valid JSON (truncated or hand-broken?)";
-    throw ArtifactError(display, last_key, why + ": parse error at byte " + std::to_string(e.byte),
+    throw ArtifactError(display, "", why + ": parse error at byte " + std::to_string(e.byte),
                         remedy);
   } catch (const Json::out_of_range&) {
     throw ArtifactError(display, last_key,

@@ -215,7 +215,7 @@ DispatchSettings resolve_dispatch_flags(const DispatchFlags& f) {
     // Below this the agents' own checks (a heartbeat every timeout/4, at least 50 ms apart)
     // cannot tell a busy coordinator from a dead one.
     if (agents.heartbeat_timeout < kMinHeartbeatTimeout)
-      throw UsageError("--heartbeat-timeout " + seconds_text(*f.heartbeat_timeout_seconds) +
+      throw UsageError("--heartbeat-timeout " + number_text(*f.heartbeat_timeout_seconds) +
                        ": must be at least " +
                        std::to_string(kMinHeartbeatTimeout.count() / 1000) +
                        " s; shorter, a busy agent or coordinator counts as gone");
