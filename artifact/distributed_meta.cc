@@ -1,5 +1,7 @@
 #include "artifact/distributed_meta.h"
 
+#include <limits>
+
 #include "artifact/build_paths.h"
 #include "artifact/sidecar_checks.h"
 
@@ -41,8 +43,10 @@ DistributedMeta DistributedMeta::from_json(JsonObject& root) {
     dc.fail("runtime", "'" + c.runtime + "' is not a chip runtime; the only one is " +
                            std::string(kChipRuntime));
   c.aicpu_thread_num = dc.integer("aicpu_thread_num");
-  if (c.aicpu_thread_num < 1)
-    dc.fail("aicpu_thread_num", "is " + std::to_string(c.aicpu_thread_num) + "; it must be >= 1");
+  if (c.aicpu_thread_num < 1 || c.aicpu_thread_num > std::numeric_limits<int>::max())
+    dc.fail("aicpu_thread_num", "is " + std::to_string(c.aicpu_thread_num) +
+                                    "; it must be >= 1 and at most " +
+                                    std::to_string(std::numeric_limits<int>::max()));
   c.num_sub_workers = dc.integer("num_sub_workers");
   if (c.num_sub_workers < 0) dc.fail("num_sub_workers", "is negative; it must be >= 0");
   dc.reject_unknown_keys();

@@ -1,5 +1,7 @@
 #include "artifact/kernel_config.h"
 
+#include <limits>
+
 #include "artifact/build_paths.h"
 #include "artifact/sidecar_checks.h"
 
@@ -94,8 +96,10 @@ KernelConfig KernelConfig::from_json(JsonObject& root, const fs::path& dir) {
     root.fail("runtime", "'" + c.runtime + "' is not a chip runtime; the only one is " +
                              std::string(kChipRuntime));
   c.aicpu_thread_num = root.integer("aicpu_thread_num");
-  if (c.aicpu_thread_num < 1)
-    root.fail("aicpu_thread_num", "is " + std::to_string(c.aicpu_thread_num) + "; it must be >= 1");
+  if (c.aicpu_thread_num < 1 || c.aicpu_thread_num > std::numeric_limits<int>::max())
+    root.fail("aicpu_thread_num", "is " + std::to_string(c.aicpu_thread_num) +
+                                    "; it must be >= 1 and at most " +
+                                    std::to_string(std::numeric_limits<int>::max()));
 
   std::vector<JsonObject> orchs = root.objects("orchestrations");
   if (orchs.empty()) root.fail("orchestrations", "is empty; a chip needs an orchestration");

@@ -2,6 +2,9 @@
 // enforced with an error naming the file and the field, and write() output
 // loads back equal.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdint>
 
 #include "artifact/build_paths.h"
 #include "artifact/compiled_meta.h"
@@ -660,6 +663,69 @@ TEST(SidecarChecksTest, PlatformsAndIdentifiers) {
   EXPECT_TRUE(is_c_identifier("orchestration_entry"));
   EXPECT_FALSE(is_c_identifier("1abc"));
   EXPECT_FALSE(is_c_identifier(""));
+}
+
+// ---- values that would wrap or that the JSON parser itself rejects ----
+
+// The file and field an ArtifactError of `load` names, and its message.
+struct Rejection {
+  std::string file, field, message;
+};
+Rejection rejection_of(const std::function<void()>& load) {
+  try {
+    load();
+  } catch (const ArtifactError& e) {
+    return {e.file(), e.field(), e.what()};
+  }
+  return {"(no ArtifactError)", "", ""};
+}
+
+TEST_F(SidecarTest, ShapeExtentsBeyondInt64AreRejectedInsteadOfWrappingToDynamic) {
+  fs::path dir = l2();
+  edit_json(dir / kCompiledMetaFile,
+            [](Json& j) { j["params"][0]["shape"] = Json::array({UINT64_MAX}); });
+  const Rejection r = rejection_of([&] { CompiledMeta::load(dir); });
+  EXPECT_TRUE(contains(r.file, "compiled_meta.json")) << r.file;
+  EXPECT_TRUE(contains(r.field, "shape")) << r.field;
+  EXPECT_TRUE(contains(r.message, "18446744073709551615")) << r.message;
+  EXPECT_TRUE(contains(r.message, "too large")) << r.message;
+}
+
+TEST_F(SidecarTest, AicpuThreadNumBeyondIntIsRejected) {
+  fs::path dir = l2();
+  edit_json(dir / kKernelConfigFile, [](Json& j) { j["aicpu_thread_num"] = 4294967297LL; });
+  const Rejection r = rejection_of([&] { KernelConfig::load(dir); });
+  EXPECT_TRUE(contains(r.file, "kernel_config.json")) << r.file;
+  EXPECT_EQ(r.field, "aicpu_thread_num");
+  EXPECT_TRUE(contains(r.message, "4294967297")) << r.message;
+}
+
+TEST_F(SidecarTest, ANumberBeyondADoubleNamesTheFileAndTheField) {
+  fs::path dir = l2();
+  const fs::path config = dir / kKernelConfigFile;
+  std::string text = testing::slurp(config);
+  const std::string from = "\"aicpu_thread_num\": 1";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "\"aicpu_thread_num\": 1e400");
+  testing::spit(config, text);
+  const Rejection r = rejection_of([&] { KernelConfig::load(dir); });
+  EXPECT_TRUE(contains(r.file, "kernel_config.json")) << r.file;
+  EXPECT_EQ(r.field, "aicpu_thread_num");
+  EXPECT_TRUE(contains(r.message, "out of range")) << r.message;
+}
+
+TEST_F(SidecarTest, ADirectoryOrAFifoInPlaceOfASidecarIsNamedAsSuch) {
+  fs::path dir = l2();
+  const fs::path meta = dir / kCompiledMetaFile;
+  fs::remove(meta);
+  fs::create_directory(meta);
+  Rejection r = rejection_of([&] { CompiledMeta::load(dir); });
+  EXPECT_TRUE(contains(r.file, "compiled_meta.json")) << r.file;
+  EXPECT_TRUE(contains(r.message, "is a directory")) << r.message;
+  fs::remove(meta);
+  ASSERT_EQ(::mkfifo(meta.c_str(), 0600), 0);
+  r = rejection_of([&] { CompiledMeta::load(dir); });  // must not block on the FIFO
+  EXPECT_TRUE(contains(r.message, "is a FIFO")) << r.message;
 }
 
 }  // namespace

@@ -86,6 +86,10 @@ std::vector<int64_t> JsonObject::integers(const std::string& key) {
     if (!list[i].is_number_integer())
       fail(key, "element " + std::to_string(i) + " must be an integer, found " +
                     type_name_of(list[i]));
+    // Beyond int64 it would wrap (2^64-1 to -1, the dynamic extent).
+    if (list[i].is_number_unsigned() && list[i].get<uint64_t>() > uint64_t(INT64_MAX))
+      fail(key, "element " + std::to_string(i) + " (" + std::to_string(list[i].get<uint64_t>()) +
+                    ") is too large; at most " + std::to_string(INT64_MAX));
     out.push_back(list[i].get<int64_t>());
   }
   return out;
@@ -136,20 +140,38 @@ JsonObject load_json_object(const std::filesystem::path& path, const std::string
                             const std::string& remedy, Json& storage) {
   auto source = std::make_shared<JsonSource>(JsonSource{display, remedy});
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw ArtifactError(display, "", "is missing", remedy);
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw ArtifactError(display, "", "is missing", remedy);
+  if (!std::filesystem::is_regular_file(status)) {
+    // Reading a FIFO would block; a directory cannot be read.
+    const char* kind = std::filesystem::is_directory(status) ? "a directory"
+                       : std::filesystem::is_fifo(status)    ? "a FIFO"
+                                                             : "not a regular file";
+    throw ArtifactError(display, "", std::string("is ") + kind + ", not a JSON file", remedy);
+  }
   std::string text;
   try {
     text = read_file(path);
   } catch (const InfraError& e) {
     throw ArtifactError(display, "", std::string("cannot be read (") + e.what() + ")", remedy);
   }
+  // The last key the parser read: a number too large for a double (1e400) fails inside
+  // the parser, and the key is the only hint of where.
+  std::string last_key;
+  const Json::parser_callback_t note_key = [&last_key](int, Json::parse_event_t event,
+                                                       Json& parsed) {
+    if (event == Json::parse_event_t::key) last_key = parsed.get<std::string>();
+    return true;
+  };
   try {
-    storage = Json::parse(text);
+    storage = Json::parse(text, note_key);
   } catch (const Json::parse_error& e) {
     std::string why = text.empty() ? "is empty" : "is not valid JSON (truncated or hand-broken?)";
     throw ArtifactError(display, "", why + ": parse error at byte " + std::to_string(e.byte),
                         remedy);
+  } catch (const Json::out_of_range&) {
+    throw ArtifactError(display, last_key,
+                        "holds a number out of range (beyond a double, such as 1e400)", remedy);
   }
   return JsonObject(storage, source, "");
 }

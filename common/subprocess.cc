@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -24,6 +26,50 @@ namespace pypto {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_stop_fd{-1};
+std::atomic<StopSignalFn> g_stop_signal{nullptr};
+std::atomic<int> g_children{0};
+// steady_clock ticks of the process-wide deadline; max when there is none.
+std::atomic<Clock::rep> g_deadline{Clock::time_point::max().time_since_epoch().count()};
+// The process groups of the live children (their leaders are unreaped while listed,
+// so the ids cannot be reused); 0 marks a free slot.
+constexpr int kMaxTrackedChildren = 256;
+std::atomic<pid_t> g_groups[kMaxTrackedChildren];
+
+void track_group(pid_t pgid) {
+  for (auto& slot : g_groups) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, pgid)) return;
+  }
+}
+
+void untrack_group(pid_t pgid) {
+  for (auto& slot : g_groups) {
+    pid_t expected = pgid;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
+// The stop request's signal, or 0 when no stop was requested.
+int stop_requested() {
+  const int fd = g_stop_fd.load();
+  if (fd < 0) return 0;
+  pollfd item{fd, POLLIN, 0};
+  if (::poll(&item, 1, 0) <= 0) return 0;
+  const StopSignalFn signal_of = g_stop_signal.load();
+  const int signo = signal_of ? signal_of() : 0;
+  return signo > 0 ? signo : SIGTERM;
+}
+
+std::string signal_text(int signo) {
+  switch (signo) {
+    case SIGINT: return "SIGINT (Ctrl-C)";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "signal " + std::to_string(signo);
+  }
+}
 
 // What the child reports through the exec-error pipe when it fails before exec.
 struct ChildFailure {
@@ -69,7 +115,29 @@ void decode_status(int status, SubprocessResult& result) {
 
 }  // namespace
 
+void set_subprocess_stop(int fd, StopSignalFn signal_received) {
+  g_stop_signal.store(signal_received);
+  g_stop_fd.store(fd);
+}
+
+void clear_subprocess_stop(int fd) {
+  int expected = fd;
+  if (g_stop_fd.compare_exchange_strong(expected, -1)) g_stop_signal.store(nullptr);
+}
+
+int subprocess_children_running() { return g_children.load(); }
+
+void set_subprocess_deadline(std::optional<Clock::time_point> deadline) {
+  g_deadline.store(deadline.value_or(Clock::time_point::max()).time_since_epoch().count());
+}
+
+void kill_subprocess_groups() noexcept {
+  for (auto& slot : g_groups)
+    if (const pid_t pgid = slot.load(); pgid > 0) ::kill(-pgid, SIGKILL);
+}
+
 std::string SubprocessResult::describe() const {
+  if (stopped_by != 0) return "was stopped by " + signal_text(stopped_by);
   if (timed_out) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(elapsed.count()) / 1000.0);
@@ -155,10 +223,21 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
                      std::strerror(err));
   }
 
+  if (const int signo = stop_requested()) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    throw InterruptedError("interrupted by " + signal_text(signo) + " before " + argv[0] +
+                           " was started");
+  }
   const auto start = Clock::now();
-  const auto deadline = start + options.timeout;
+  const auto deadline =
+      std::min(start + options.timeout, Clock::time_point(Clock::duration(g_deadline.load())));
+  const pid_t parent = ::getpid();
+  const int death_signal = options.parent_death_signal;
+  // Counted before fork: a signal handler that sees no child may let the process die.
+  ++g_children;
   pid_t pid = ::fork();
   if (pid < 0) {
+    --g_children;
     int err = errno;
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
     throw InfraError(std::string("cannot fork to run ") + argv[0] + ": " + std::strerror(err));
@@ -166,6 +245,10 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
   if (pid == 0) {
     // Own process group, so a timeout can kill the tool and everything it started.
     ::setpgid(0, 0);
+    if (death_signal > 0) {
+      ::prctl(PR_SET_PDEATHSIG, death_signal);
+      if (::getppid() != parent) ::_exit(128 + death_signal);  // the caller died already
+    }
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -185,6 +268,7 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
 
   // Parent. Also set the group here: whichever of the two runs first wins the race.
   ::setpgid(pid, pid);
+  track_group(pid);
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   int out_fd = out_pipe[0];
@@ -200,8 +284,10 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
   if (got == static_cast<ssize_t>(sizeof failure)) {
     close_quietly(out_fd);
     int status;
+    untrack_group(pid);
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    --g_children;
     if (failure.stage == 0)
       throw ToolError("cannot run " + argv[0] + ": cannot enter directory " + cwd + ": " +
                       std::strerror(failure.err));
@@ -219,11 +305,15 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
   char buffer[65536];
 
   auto try_reap = [&] {
+    // Unlisted first: once reaped, the group id may belong to someone else.
+    untrack_group(pid);
     pid_t r = ::waitpid(pid, &status, WNOHANG);
     if (r == pid) {
       reaped = true;
       reaped_at = Clock::now();
       close_quietly(pidfd);
+    } else {
+      track_group(pid);
     }
   };
   auto read_some = [&] {
@@ -238,19 +328,22 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
     }
   };
 
+  int stop_signal = 0;
   while (!(eof && reaped)) {
     int64_t left = ms_until(deadline);
     if (left == 0) {
       result.timed_out = true;
       break;
     }
+    if (!reaped && (stop_signal = stop_requested()) != 0) break;
     // A tool that exited may leave a grandchild holding the pipe (a daemon);
     // after a short grace the output is considered complete.
     if (reaped && Clock::now() - reaped_at > std::chrono::seconds(1)) break;
-    pollfd fds[2];
+    pollfd fds[3];
     nfds_t n = 0;
     int out_index = -1;
     int pid_index = -1;
+    if (const int stop_fd = g_stop_fd.load(); stop_fd >= 0 && !reaped) fds[n++] = {stop_fd, POLLIN, 0};
     if (!eof) {
       out_index = static_cast<int>(n);
       fds[n++] = {out_fd, POLLIN, 0};
@@ -273,10 +366,27 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
       try_reap();
   }
 
+  if (stop_signal != 0 && options.stop_grace.count() > 0) {
+    // The child has children of its own to stop: pass the signal on and give it time.
+    ::kill(-pid, stop_signal);
+    const auto grace_deadline = Clock::now() + options.stop_grace;
+    while (!reaped && ms_until(grace_deadline) > 0) {
+      pollfd fds[2];
+      nfds_t n = 0;
+      if (!eof) fds[n++] = {out_fd, POLLIN, 0};
+      if (pidfd >= 0) fds[n++] = {pidfd, POLLIN, 0};
+      const int wait_ms = pidfd >= 0 ? static_cast<int>(std::min<int64_t>(ms_until(grace_deadline), 1000)) : 10;
+      const int ready = ::poll(fds, n, wait_ms);
+      if (ready < 0 && errno != EINTR) break;
+      if (!eof && ready > 0 && fds[0].revents) read_some();
+      try_reap();
+    }
+  }
   if (!reaped) {
-    // Timed out (or poll failed): never leave the tool running behind us.
+    // Timed out, stopped (or poll failed): never leave the tool running behind us.
     ::kill(-pid, SIGKILL);
     ::kill(pid, SIGKILL);  // in case setpgid lost a race with exec
+    untrack_group(pid);
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     // Whatever the killed group had written is still useful in a message.
@@ -287,10 +397,24 @@ SubprocessResult run_subprocess(const std::vector<std::string>& argv,
       read_some();
     }
   }
+  --g_children;
+  // Whatever the child wrote until it ended (a forwarded signal lets it say goodbye).
+  const auto last_words = Clock::now() + std::chrono::milliseconds(100);
+  while (!eof && stop_signal != 0 && Clock::now() < last_words) {
+    pollfd fd{out_fd, POLLIN, 0};
+    if (::poll(&fd, 1, 0) <= 0) break;
+    read_some();
+  }
   close_quietly(pidfd);
   close_quietly(out_fd);
   decode_status(status, result);
   result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  if (stop_signal != 0) {
+    result.stopped_by = stop_signal;
+    if (!options.return_when_stopped)
+      throw InterruptedError("interrupted by " + signal_text(stop_signal) + " while " + argv[0] +
+                             " was running; it was stopped");
+  }
   return result;
 }
 

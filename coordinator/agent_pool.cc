@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <ctime>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -41,6 +43,24 @@ int open_agent_pidfd(int64_t pid) {
   const long fd = ::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0);
   return fd < 0 ? -1 : static_cast<int>(fd);
 }
+
+// The signal mpirun reports as having killed one of its ranks (its exit code is
+// 128 + N then), 0 when it reports none.
+int rank_signal_of(const AgentPool::JobEnd& end) {
+  return !end.killed && end.code > 128 && end.code < 128 + 65 ? end.code - 128 : 0;
+}
+
+std::string signal_text(int signo) {
+  const char* name = sigabbrev_np(signo);
+  return std::string(name ? std::string("SIG") + name : "signal " + std::to_string(signo)) +
+         " (" + ::strsignal(signo) + ")";
+}
+
+// A rank lost while it ran a dispatch fails the run as the program's fault (exit 1: its
+// kernel may have crashed or exited); lost at any other time (startup, prepare, a
+// window reset, idle) it is the environment's (exit 3). Always the same for the same
+// phase, whatever the timing.
+bool running_dispatch(const AgentInfo& agent) { return agent.activity.rfind("dispatch ", 0) == 0; }
 
 double seconds(milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
 
@@ -99,7 +119,7 @@ std::string AgentPool::connect_endpoint() const {
   return endpoint;
 }
 
-void AgentPool::watch_job(std::function<std::optional<std::string>()> poll, int pidfd,
+void AgentPool::watch_job(std::function<std::optional<JobEnd>()> poll, int pidfd,
                           int64_t session) {
   job_poll_ = std::move(poll);
   job_pidfd_ = pidfd;
@@ -269,8 +289,33 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
     check_interrupt();
     if (job_poll_) {
       if (auto ended = job_poll_()) {
-        throw InfraError("the agents' job " + *ended + " before every rank connected; see its " +
-                         "output above");
+        std::vector<int> absent;
+        for (const AgentInfo& agent : agents_)
+          if (agent.identity.empty()) absent.push_back(agent.rank);
+        // A rank that had connected and whose process is gone, without saying it was
+        // stopped, went first: mpirun then stopped the others.
+        note_gone_processes();
+        std::vector<int> gone;
+        for (const AgentInfo& agent : agents_)
+          if (!agent.identity.empty() && agent.process_gone && !agent.stopped_by_signal)
+            gone.push_back(agent.rank);
+        std::string message;
+        const int signo = rank_signal_of(*ended);
+        if (gone.size() == 1) {
+          message = describe(gone[0]) +
+                    (signo != 0 ? " was killed by " + signal_text(signo)
+                                : std::string(" ended without reporting an error")) +
+                    " while the run started (" + ended->what + ")";
+        } else if (signo != 0) {
+          message = (absent.size() == 1 ? "rank " + rank_list(absent) + " was"
+                                        : "one of rank(s) " + rank_list(absent) + " was") +
+                    " killed by " + signal_text(signo) + " before it connected (" + ended->what +
+                    ")";
+        } else {
+          message = "the agents' job ended before every rank connected: " + ended->what +
+                    "; rank(s) " + rank_list(absent) + " never connected";
+        }
+        throw InfraError(message + "; see mpirun's output above");
       }
     }
     std::optional<wire::Decoded> decoded = receive_now();
@@ -280,6 +325,12 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
       } else if (int rank = rank_of(decoded->identity); rank >= 0) {
         agents_[static_cast<size_t>(rank)].last_heard = Clock::now();
         if (auto* error = std::get_if<wire::AgentError>(&decoded->message)) {
+          // Stopped by a signal (mpirun tearing the job down): a consequence, not the
+          // cause; the job's end, next, says what happened.
+          if (error->exit_code >= 128) {
+            agents_[static_cast<size_t>(rank)].stopped_by_signal = error->message;
+            continue;
+          }
           throw InfraError("rank " + std::to_string(rank) + " failed while the run started: " +
                            error->message);
         }
@@ -346,9 +397,14 @@ void AgentPool::measure_clocks(int rounds, Clock::time_point deadline) {
       }
       AgentInfo& agent = agents_[static_cast<size_t>(rank)];
       agent.last_heard = Clock::now();
-      if (auto* error = std::get_if<wire::AgentError>(&decoded->message))
+      if (auto* error = std::get_if<wire::AgentError>(&decoded->message)) {
+        if (error->exit_code >= 128) {
+          agent.stopped_by_signal = error->message;
+          fail_lost(describe(rank) + " was stopped: " + error->message);
+        }
         throw InfraError("rank " + std::to_string(rank) + " failed while the run started: " +
                          error->message);
+      }
       const auto* reply = std::get_if<wire::ClockReply>(&decoded->message);
       if (reply == nullptr || answered[static_cast<size_t>(rank)]) continue;  // heartbeats
       answered[static_cast<size_t>(rank)] = true;
@@ -400,7 +456,13 @@ void AgentPool::check_silence(Clock::time_point now) {
         message = hosts + " (unreachable or down); " + message;
     }
     message += "; its process or host is gone or stuck. The other ranks were stopped";
-    if (!agent.activity.empty()) throw ProgramError(message);
+    // A stuck local agent (SIGSTOP, a hung kernel) would not act on ABORT and would hold
+    // mpirun's teardown up: it goes first.
+    if (agent.local && agent.pidfd >= 0) {
+      ::syscall(SYS_pidfd_send_signal, agent.pidfd, SIGKILL, nullptr, 0);
+      message += " (it was killed)";
+    }
+    if (running_dispatch(agent)) throw ProgramError(message);
     throw InfraError(message);
   }
 }
@@ -443,7 +505,7 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
       if (agent.process_gone && !agent.stopped_by_signal)
         fail_lost("the process of " + describe(agent.rank) + " ended");
     if (job_poll_) {
-      if (auto ended = job_poll_()) fail_lost("the agents' job " + *ended);
+      if (auto ended = job_poll_()) fail_lost("the agents' job: " + ended->what, ended->killed);
     }
 
     std::optional<wire::Decoded> decoded = receive_now();
@@ -482,7 +544,7 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
   }
 }
 
-void AgentPool::fail_lost(const std::string& trigger) {
+void AgentPool::fail_lost(const std::string& trigger, bool launcher_killed) {
   // Listen a little longer: when one agent dies, mpirun stops the others, and each of
   // those says so (AGENT_ERROR 128+N) before it exits. The one that said nothing is
   // the one to blame.
@@ -494,6 +556,8 @@ void AgentPool::fail_lost(const std::string& trigger) {
     for (const AgentInfo& agent : agents_)
       if (!agent.identity.empty() && !agent.process_gone && !agent.stopped_by_signal)
         all_accounted = false;
+    // mpirun's exit code names the signal of a killed rank: worth the wait.
+    if (all_accounted && job_poll_ && !job_poll_()) all_accounted = false;
     if (all_accounted) break;
     try {
       while (auto decoded = channel_.receive(milliseconds(0))) {
@@ -520,6 +584,16 @@ void AgentPool::fail_lost(const std::string& trigger) {
   std::vector<int> culprits;
   for (const AgentInfo& agent : agents_)
     if (agent.process_gone && !agent.stopped_by_signal) culprits.push_back(agent.rank);
+  if (launcher_killed) {
+    // mpirun died first; its ranks went down with it (or are stopped now).
+    std::vector<int> victims;
+    for (const AgentInfo& agent : agents_)
+      if (!agent.identity.empty()) victims.push_back(agent.rank);
+    std::string message = trigger + "; the run is aborted";
+    if (!victims.empty())
+      message += " (rank(s) " + rank_list(victims) + " lost their launcher and were stopped)";
+    throw InfraError(message);
+  }
   if (culprits.empty()) {
     std::string message = trigger + "; the run is aborted";
     std::string stopped;
@@ -528,20 +602,26 @@ void AgentPool::fail_lost(const std::string& trigger) {
     if (!stopped.empty()) message += " (rank(s) " + stopped + " were stopped by a signal)";
     throw InfraError(message);
   }
+  // mpirun has usually ended by now; its exit code tells the signal of a killed rank.
+  int rank_signal = 0;
+  if (job_poll_ && culprits.size() == 1)
+    if (auto ended = job_poll_()) rank_signal = rank_signal_of(*ended);
   bool during_dispatch = false;
   std::string message = lost_hosts(culprits);
   for (int rank : culprits) {
     const AgentInfo& agent = this->agent(rank);
     if (!message.empty()) message += "; ";
-    message += describe(rank) +
-               (agent.local ? " ended without reporting an error (killed by a signal such as "
-                              "kill -9, or crashed)"
-                            : " fell silent without reporting an error (its process or its "
-                              "host died, or the host became unreachable)");
-    if (!agent.activity.empty()) {
-      message += " while running " + agent.activity;
-      during_dispatch = true;
-    }
+    if (agent.local && rank_signal != 0)
+      message += describe(rank) + " was killed by " + signal_text(rank_signal) +
+                 " without reporting an error";
+    else
+      message += describe(rank) +
+                 (agent.local ? " ended without reporting an error (it exited, crashed or was "
+                                "killed, e.g. by kill -9)"
+                              : " fell silent without reporting an error (its process or its "
+                                "host died, or the host became unreachable)");
+    if (!agent.activity.empty()) message += " while running " + agent.activity;
+    during_dispatch = during_dispatch || running_dispatch(agent);
   }
   message += "; the other ranks were stopped";
   if (during_dispatch) throw ProgramError(message);

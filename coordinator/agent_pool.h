@@ -96,10 +96,18 @@ class AgentPool {
   // Connections refused so far (no key, a wrong key, garbage on the port).
   uint64_t refused_connections() const { return authenticator_->refused(); }
 
-  // Called on every wake-up of next(): returns a description when the agents' job
-  // (mpirun) has ended, which fails the run unless every agent has finished.
+  // How the agents' job (mpirun) ended: "mpirun (pid 12) exited with code 1", and
+  // whether a signal killed mpirun itself (then mpirun is to blame, not its ranks).
+  struct JobEnd {
+    std::string what;
+    bool killed = false;
+    // mpirun's exit code (-1 when killed): 128 + N says a rank was killed by signal N.
+    int code = -1;
+  };
+  // Called on every wake-up of next(): returns how the agents' job ended once it has,
+  // which fails the run unless every agent has finished.
   // `session`: the job's session id; a local HELLO whose pid is not in it is refused.
-  void watch_job(std::function<std::optional<std::string>()> poll, int pidfd = -1,
+  void watch_job(std::function<std::optional<JobEnd>()> poll, int pidfd = -1,
                  int64_t session = -1);
 
   // Waits until every rank of the world said HELLO and was welcomed. A peer of another
@@ -156,7 +164,9 @@ class AgentPool {
   void wait_readable(Clock::time_point until);
   void note_gone_processes();
   // Something died: collect a little longer, then throw naming the rank to blame.
-  [[noreturn]] void fail_lost(const std::string& trigger);
+  // `launcher_killed`: the trigger is mpirun killed by a signal; the ranks it leaves
+  // behind are its victims, not culprits.
+  [[noreturn]] void fail_lost(const std::string& trigger, bool launcher_killed = false);
   std::string describe(int rank) const;
   // "host H (ranks 4-7) was lost: ..." for each other host all of whose ranks are
   // among `ranks`; empty when there is none.
@@ -172,7 +182,7 @@ class AgentPool {
   std::vector<AgentInfo> agents_;
   std::map<std::string, int> rank_by_identity_;
   int connected_ = 0;
-  std::function<std::optional<std::string>()> job_poll_;
+  std::function<std::optional<JobEnd>()> job_poll_;
   int job_pidfd_ = -1;
   std::string hostname_;
 };

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "coordinator/bench_command.h"
 #include "coordinator/exec_command.h"
 #include "coordinator/inspect_command.h"
+#include "coordinator/interrupt.h"
 #include "coordinator/replay_command.h"
 #include "coordinator/run_command.h"
 
@@ -33,6 +35,9 @@ void add_log_level(CLI::App& cmd, GlobalOptions& global) {
 
 int pypto_coord_main(int argc, char** argv) {
   keep_large_blocks_in_heap();  // host tensors and frames of every run reuse pages
+  // A reader that went away (exec --manifest killed while this entry runs) must not
+  // kill this process with SIGPIPE before it has stopped its agents: writes fail instead.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"pypto-coord: load a PyPTO build directory and drive it"};
   app.require_subcommand(1);
   GlobalOptions global;
@@ -75,13 +80,20 @@ int pypto_coord_main(int argc, char** argv) {
     return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
   }
 
+  // A signal stops the compilers or the exec child running at that moment, then
+  // exits 128 + the signal; an L3 run's worker takes over while it has agents.
+  std::optional<InterruptScope> interrupts;
   try {
     log::init(global.log_level);
+    interrupts.emplace(InterruptScope::Mode::kWhileChildren);
     if (*inspect_cmd) return run_inspect(inspect, std::cout);
     if (*run_cmd) return run_run(run, std::cout);
     if (*replay_cmd) return run_replay(replay, std::cout);
     if (*exec_cmd) return run_exec(exec, global.log_level, std::cout, std::cerr);
     if (*bench_cmd) return run_bench(bench, std::cout);
+  } catch (const InterruptedError& e) {
+    std::cerr << "pypto-coord: error: " << e.what() << "\n";
+    return InterruptScope::exit_code(InterruptScope::signal_received());
   } catch (const std::exception& e) {
     std::cerr << "pypto-coord: error: " << e.what() << "\n";
     return static_cast<int>(exit_code_of(e));

@@ -1,6 +1,7 @@
 #include "coordinator/dispatch_flags.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -46,6 +47,8 @@ int cores_from_env(const char* name, int fallback) {
 }
 
 // A positive number of seconds up to a week, as milliseconds; UsageError naming `flag`.
+constexpr std::chrono::milliseconds kMinHeartbeatTimeout{1000};
+
 std::chrono::milliseconds seconds_flag(const char* flag, double t) {
   if (!std::isfinite(t) || t <= 0 || t > kMaxTimeoutSeconds)
     throw UsageError(std::string(flag) + " " + number_text(t) +
@@ -116,6 +119,10 @@ void add_dispatch_flags(CLI::App& cmd, DispatchFlags& f) {
   cmd.add_option("--hostfile", f.hostfile, "L3: passed to mpirun --hostfile");
   cmd.add_option("--startup-timeout", f.startup_timeout_seconds,
                  "L3: seconds until every agent has connected (default 120)");
+  cmd.add_option("--prepare-timeout", f.prepare_timeout_seconds,
+                 "L3: seconds until every agent has materialized its sub-build, compiled its "
+                 "kernels and created its windows (default 300); the error names the rank and "
+                 "what it was compiling");
   cmd.add_option("--heartbeat-timeout", f.heartbeat_timeout_seconds,
                  "L3: seconds of silence after which an agent (or the coordinator, for the "
                  "agents) counts as gone (default 10)");
@@ -181,6 +188,17 @@ DispatchSettings resolve_dispatch_flags(const DispatchFlags& f) {
   if (f.bind) {
     if (f.bind->rfind("tcp://", 0) != 0)
       throw UsageError("--bind " + *f.bind + ": expected tcp://ADDR:PORT (tcp://*:5555)");
+    // ZeroMQ would take 99999 as an ephemeral port and -1 as 65535.
+    const size_t colon = f.bind->rfind(':');
+    const std::string port = colon > 5 ? f.bind->substr(colon + 1) : "";
+    const bool digits = !port.empty() && port.size() <= 5 &&
+                        std::all_of(port.begin(), port.end(), [](unsigned char c) {
+                          return std::isdigit(c);
+                        });
+    if (port != "*" && !(digits && std::stoi(port) >= 1 && std::stoi(port) <= 65535))
+      throw UsageError("--bind " + *f.bind + ": the port '" + port +
+                       "' is not a TCP port; give 1-65535, or * for an ephemeral one "
+                       "(tcp://127.0.0.1:5555, tcp://*:*)");
     agents.bind = *f.bind;
   }
   if (agents.agents == AgentMode::kExternal && (f.mpirun_args || f.hostfile))
@@ -190,8 +208,17 @@ DispatchSettings resolve_dispatch_flags(const DispatchFlags& f) {
   if (f.hostfile) agents.mpirun.hostfile = fs::path(*f.hostfile);
   if (f.startup_timeout_seconds)
     agents.startup_timeout = seconds_flag("--startup-timeout", *f.startup_timeout_seconds);
+  if (f.prepare_timeout_seconds)
+    agents.prepare_timeout = seconds_flag("--prepare-timeout", *f.prepare_timeout_seconds);
   if (f.heartbeat_timeout_seconds) {
     agents.heartbeat_timeout = seconds_flag("--heartbeat-timeout", *f.heartbeat_timeout_seconds);
+    // Below this the agents' own checks (a heartbeat every timeout/4, at least 50 ms apart)
+    // cannot tell a busy coordinator from a dead one.
+    if (agents.heartbeat_timeout < kMinHeartbeatTimeout)
+      throw UsageError("--heartbeat-timeout " + number_text(*f.heartbeat_timeout_seconds) +
+                       ": must be at least " +
+                       std::to_string(kMinHeartbeatTimeout.count() / 1000) +
+                       " s; shorter, a busy agent or coordinator counts as gone");
     agents.heartbeat_interval =
         std::min(agents.heartbeat_interval, std::max(std::chrono::milliseconds(50),
                                                      agents.heartbeat_timeout / 4));
@@ -228,6 +255,8 @@ std::vector<std::string> dispatch_flags_argv(const DispatchFlags& f) {
   if (f.hostfile) add("--hostfile", *f.hostfile);
   if (f.startup_timeout_seconds)
     add("--startup-timeout", seconds_text(*f.startup_timeout_seconds));
+  if (f.prepare_timeout_seconds)
+    add("--prepare-timeout", seconds_text(*f.prepare_timeout_seconds));
   if (f.heartbeat_timeout_seconds)
     add("--heartbeat-timeout", seconds_text(*f.heartbeat_timeout_seconds));
   if (f.wait_timeout_seconds) add("--wait-timeout", seconds_text(*f.wait_timeout_seconds));

@@ -42,6 +42,7 @@ struct DispatchFlags {
   std::optional<std::string> mpirun_args;  // one string, split like a shell
   std::optional<std::string> hostfile;
   std::optional<double> startup_timeout_seconds;
+  std::optional<double> prepare_timeout_seconds;
   std::optional<double> heartbeat_timeout_seconds;
   std::optional<double> wait_timeout_seconds;
 };

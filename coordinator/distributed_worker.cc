@@ -17,12 +17,14 @@
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "common/wire/blob_store.h"
 #include "common/wire/manifest.h"
 #include "common/wire/tensor_frame.h"
 #include "coordinator/agent_pool.h"
 #include "coordinator/interrupt.h"
 #include "launch/hostfile.h"
 #include "launch/job.h"
+#include "launch/job_scratch.h"
 #include "launch/reachable_address.h"
 #include "orchestration/chip_worker.h"
 
@@ -33,6 +35,12 @@ using coord::Clock;
 using std::chrono::milliseconds;
 
 namespace {
+
+std::string seconds_text(milliseconds ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
+  return text;
+}
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -54,6 +62,11 @@ constexpr milliseconds kDispatchSlack{std::chrono::seconds(60)};
 constexpr milliseconds kDefaultDispatchTimeout{std::chrono::minutes(10)};
 constexpr milliseconds kShutdownGrace{std::chrono::seconds(15)};
 constexpr milliseconds kStopGrace{std::chrono::seconds(2)};
+constexpr milliseconds kPrepareSlack{std::chrono::seconds(2)};
+// After a failure the agents were told to ABORT, or died: mpirun tears the job down by
+// itself. It gets this long before it is signalled (a second stop to an mpirun already
+// aborting crashed it in PMIx_Finalize), so exactly one stop sequence runs.
+constexpr milliseconds kSelfStopGrace{std::chrono::seconds(3)};
 // Clock probes at startup: a few round trips, bounded so a slow host delays little.
 constexpr int kClockRounds = 5;
 constexpr milliseconds kClockProbeTime{std::chrono::seconds(3)};
@@ -81,6 +94,28 @@ Tensor host_box(const DistributedCompiledProgram& program, const std::vector<Ten
   size_t t = 0;
   while (temps[t].name != arg.param) ++t;
   return intermediates[t].slice(arg.offsets, arg.shape);
+}
+
+// Where local agents put their rank workspaces unless told (rank_agent/agent_options.h:
+// workspaces/<run id>/ beside their blob store), for the teardown to remove after a
+// failure that killed them; nullopt when the agents are given --workspace.
+std::optional<fs::path> agents_default_workspace(const std::vector<std::string>& agent_args,
+                                                 const std::string& run_id) {
+  std::optional<fs::path> store;
+  for (size_t i = 0; i < agent_args.size(); ++i) {
+    const std::string& arg = agent_args[i];
+    if (arg == "--workspace" || arg.rfind("--workspace=", 0) == 0) return std::nullopt;
+    if (arg.rfind("--blob-store=", 0) == 0) store = arg.substr(13);
+    if (arg == "--blob-store" && i + 1 < agent_args.size()) store = agent_args[i + 1];
+  }
+  try {
+    fs::path root = fs::absolute(wire::BlobStore::default_root(store)).lexically_normal();
+    if (root.filename().empty()) root = root.parent_path();
+    // make_run_id's ids are made of [A-Za-z0-9-]: the agents use them as they are.
+    return root.parent_path() / "workspaces" / run_id;
+  } catch (const std::exception&) {
+    return std::nullopt;  // the agents cannot place one either
+  }
 }
 
 }  // namespace
@@ -195,6 +230,8 @@ struct DistributedWorker::Impl {
   zmq::context_t context{1};
   std::optional<coord::InterruptScope> interrupts;
   std::unique_ptr<AgentPool> pool;
+  // Before `job`: removed only after the job has been stopped.
+  std::optional<launch::JobScratch> scratch;
   std::optional<launch::Job> job;
   std::vector<std::unique_ptr<Build>> builds;
   std::vector<std::deque<WorkItem>> queues;          // by rank: not yet sent
@@ -318,6 +355,14 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
     mpirun.coord_endpoint = endpoint;
     // The agents' key: mpirun's environment and -x, never the argv (readable by anyone).
     mpirun.env.push_back(std::string(wire::kRunKeyEnv) + "=" + impl_->pool->agent_key_text());
+    // Their compiles stop at the prepare deadline, and they say which source ran into it.
+    if (std::find(mpirun.agent_args.begin(), mpirun.agent_args.end(), "--prepare-timeout") ==
+        mpirun.agent_args.end()) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.3f",
+                    static_cast<double>(options.prepare_timeout.count()) / 1000.0);
+      mpirun.agent_args.insert(mpirun.agent_args.end(), {"--prepare-timeout", seconds});
+    }
     // Eight agents echoing the coordinator's info lines drown its own summary: they
     // log warnings and errors, unless the coordinator was asked for debug or timing.
     const bool has_level = std::find(mpirun.agent_args.begin(), mpirun.agent_args.end(),
@@ -330,11 +375,22 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
     log::info("launching {} agents: {}", world_, format_command(command.argv));
     launch::JobOptions job_options;
     job_options.extra_env = command.env;
+    if (hosts.empty() && !launch::mpirun_args_name_hosts(mpirun.mpirun_args)) {
+      // Every rank on this host: what Open MPI and the agents write goes where the
+      // teardown removes it, whatever happens to the job.
+      impl_->scratch.emplace(launch::JobScratch::create(mpirun.mpirun_args));
+      for (const std::string& entry : impl_->scratch->env()) job_options.extra_env.push_back(entry);
+      if (auto workspaces = agents_default_workspace(mpirun.agent_args, pool_options.run_id))
+        impl_->scratch->also_remove(*workspaces);
+    }
     impl_->job.emplace(launch::Job::start(command.argv, job_options));
     launch::Job* job = &*impl_->job;
     impl_->pool->watch_job(
-        [job]() -> std::optional<std::string> {
-          if (auto status = job->poll()) return "(mpirun) " + status->describe();
+        [job]() -> std::optional<AgentPool::JobEnd> {
+          if (auto status = job->poll())
+            return AgentPool::JobEnd{
+                "mpirun (pid " + std::to_string(job->pid()) + ") " + status->describe(),
+                status->signal != 0, status->code};
           return std::nullopt;
         },
         job->exit_fd(), job->pid());
@@ -368,7 +424,9 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
 void DistributedWorker::prepare_builds(
     const std::vector<const DistributedCompiledProgram*>& programs, milliseconds timeout) {
   const auto start = Clock::now();
-  const auto deadline = start + timeout;
+  // Embedded agents stop at `timeout` themselves and name the source they were
+  // compiling; this later deadline catches an agent that cannot even say so.
+  const auto deadline = start + timeout + kPrepareSlack;
   AgentPool& pool = *impl_->pool;
   // Per host, the hashes already sent to one of its ranks: the host's store has them
   // once that rank stored them, and the node barrier orders that before any rank reads.
@@ -414,7 +472,8 @@ void DistributedWorker::prepare_builds(
             waiting += (waiting.empty() ? "" : ", ") + std::to_string(r);
         throw InfraError("rank(s) " + waiting + " did not finish preparing " +
                          program.dir().string() + " within " +
-                         std::to_string(timeout.count() / 1000) + " s (shipping and compiling)");
+                         seconds_text(timeout) + " (--prepare-timeout: shipping, compiling, "
+                         "creating windows)");
       }
       const int r = incoming->rank;
       wire::Decoded& decoded = incoming->decoded;
@@ -438,6 +497,8 @@ void DistributedWorker::prepare_builds(
         }
         blobs_request[static_cast<size_t>(r)] = impl_->next_request_id++;
         pool.set_activity(r, "the preparation of " + program.dir().string());
+        log::debug("sent rank {} the {} blob(s) it lacks of {}", r, blobs.hashes.size(),
+                   program.dir().string());
         pool.send(r, blobs, std::move(frames), blobs_request[static_cast<size_t>(r)]);
       } else if (decoded.is<wire::Ready>() &&
                  decoded.envelope.request_id == blobs_request[static_cast<size_t>(r)]) {
@@ -481,7 +542,20 @@ void DistributedWorker::fail(const std::exception& error) {
   if (!impl_->failure) impl_->failure = std::current_exception();
   const std::string reason = error.what();
   if (impl_->pool) impl_->pool->abort_all(reason);
-  if (impl_->job) impl_->job->stop(kStopGrace);
+  if (impl_->job) {
+    // The agents leave on ABORT (or are gone) and mpirun then ends by itself; only one
+    // that does not is stopped.
+    bool told = false;
+    for (int r = 0; impl_->pool && r < world_; ++r)
+      told = told || !impl_->pool->agent(r).identity.empty();
+    if (told && !impl_->job->wait_for(kSelfStopGrace) && impl_->scratch) {
+      // Still aborting: a SIGTERM now would land in its teardown. Everything runs on
+      // this host and its files are the job's own directories: kill, then remove them.
+      impl_->job->kill_all();
+    }
+    impl_->job->stop(kStopGrace);  // signals only what is still running
+  }
+  if (impl_->scratch) impl_->scratch->remove();
   impl_->closed = true;
 }
 
@@ -989,7 +1063,9 @@ void DistributedWorker::close() {
                 kShutdownGrace.count() / 1000);
       impl_->job->stop(kStopGrace);
     }
+    impl_->job->stop(kStopGrace);  // reaps, and clears the session of stragglers
   }
+  if (impl_->scratch) impl_->scratch->remove();
 }
 
 }  // namespace pypto

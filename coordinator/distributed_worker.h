@@ -48,8 +48,9 @@ struct DistributedWorkerOptions {
   std::chrono::milliseconds startup_timeout{std::chrono::seconds(120)};
   std::chrono::milliseconds heartbeat_interval{std::chrono::milliseconds(500)};
   std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(10)};
-  // Until every agent is READY (materialize + assemble: compiles can be slow here).
-  std::chrono::milliseconds prepare_timeout{std::chrono::minutes(15)};
+  // Until every agent is READY (materialize + assemble + windows). Embedded agents get
+  // it as well and stop a compile that runs into it, naming the source.
+  std::chrono::milliseconds prepare_timeout{std::chrono::minutes(5)};
 };
 
 // One rank's side of prepare().

@@ -1,11 +1,13 @@
 #include "coordinator/exec_command.h"
 
+#include <csignal>
 #include <sstream>
 #include <string_view>
 
 #include "common/error.h"
 #include "common/subprocess.h"
 #include "coordinator/exec_manifest.h"
+#include "coordinator/interrupt.h"
 #include "artifact/build_kind.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/l3_run.h"
@@ -19,6 +21,9 @@ constexpr std::string_view kMarkerPrefix = "PYPTO_EXEC_RESULT=";
 // kernels before it is killed; the dispatch deadline itself is the child's.
 constexpr auto kChildSetupAllowance = std::chrono::minutes(10);
 constexpr auto kDefaultDispatchTimeout = std::chrono::minutes(10);
+// A signal to exec --manifest is passed on to the running entry, which stops its
+// agents and mpirun; SIGKILL follows when it has not ended after this long.
+constexpr auto kChildStopGrace = std::chrono::seconds(10);
 
 ExecStatus status_of(const std::exception& e) {
   return exit_code_of(e) == ExitCode::kFail ? ExecStatus::kFail : ExecStatus::kInfra;
@@ -83,10 +88,11 @@ std::optional<ExecStatus> parse_marker(std::string_view line, std::string& devic
 
 // Runs one manifest entry as a child `pypto-coord exec <dir>`, forwarding its
 // diagnostics (prefixed with the work_dir) and reading back its marker.
+// `stopped_by` gets the signal that stopped the run (forwarded to the child), 0 otherwise.
 ExecStatus exec_in_child(const ManifestEntry& entry, const ExecArgs& args,
                          const std::optional<std::string>& log_level,
                          const std::optional<std::chrono::milliseconds>& timeout,
-                         std::string& devices, std::ostream& err) {
+                         std::string& devices, int& stopped_by, std::ostream& err) {
   const std::string prefix = "[" + entry.work_dir + "] ";
   std::optional<std::string> platform = entry.platform ? entry.platform : args.dispatch.platform;
   try {
@@ -114,6 +120,11 @@ ExecStatus exec_in_child(const ManifestEntry& entry, const ExecArgs& args,
   SubprocessOptions options;
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
       timeout.value_or(kDefaultDispatchTimeout) + kChildSetupAllowance);
+  // The child stops its job on SIGTERM: when this process dies, even by SIGKILL, the
+  // kernel sends it one; a signal to this process is forwarded to it.
+  options.parent_death_signal = SIGTERM;
+  options.stop_grace = kChildStopGrace;
+  options.return_when_stopped = true;
   SubprocessResult result;
   try {
     result = run_subprocess(argv, options);
@@ -132,6 +143,12 @@ ExecStatus exec_in_child(const ManifestEntry& entry, const ExecArgs& args,
     err << prefix << line << "\n";
   }
   err.flush();
+  stopped_by = result.stopped_by;
+  if (stopped_by != 0) {
+    err << prefix << "pypto-coord: error: stopped by " << InterruptScope::signal_name(stopped_by)
+        << " (`" << format_command(argv) << "` " << result.describe() << ")" << std::endl;
+    return ExecStatus::kInfra;
+  }
   if (status) return *status;
   // No marker: the child died before it could report.
   err << prefix << "pypto-coord: error: `" << format_command(argv) << "` "
@@ -159,12 +176,17 @@ int exec_manifest(const ExecArgs& args, const DispatchSettings& settings,
   std::vector<ExecStatus> statuses;
   for (const ManifestEntry& entry : entries) {
     std::string devices = std::to_string(settings.config.device_id);
+    int stopped_by = 0;
     const ExecStatus status =
-        exec_in_child(entry, args, log_level, settings.timeout, devices, err);
+        exec_in_child(entry, args, log_level, settings.timeout, devices, stopped_by, err);
     statuses.push_back(status);
     out << kMarkerPrefix << exec_status_name(status) << " work_dir=" << entry.work_dir;
     if (status == ExecStatus::kPass) out << " device=" << devices;
     out << std::endl;
+    if (stopped_by != 0)
+      throw InterruptedError(std::string("interrupted by ") +
+                                 InterruptScope::signal_name(stopped_by) + " while running " +
+                                 entry.work_dir + "; the later entries were not run");
   }
   return exit_code_for(statuses);
 }

@@ -300,6 +300,24 @@ bool Job::wait_session_empty(Clock::time_point deadline) {
   }
 }
 
+ExitStatus Job::kill_all() {
+  if (pid_ < 0) return status_.value_or(ExitStatus{});
+  if (finished_) return *status_;
+  signal_all(SIGKILL);
+  if (!status_) reap(0);
+  const auto kill_deadline = Clock::now() + std::chrono::seconds(2);
+  while (!wait_session_empty(std::min(kill_deadline, Clock::now() + milliseconds(100)))) {
+    if (Clock::now() >= kill_deadline) {
+      log::warn("processes of the job {} survived SIGKILL (uninterruptible?)", pid_);
+      break;
+    }
+    signal_session(pid_, SIGKILL);
+  }
+  finished_ = true;
+  close_fd(pidfd_);
+  return *status_;
+}
+
 ExitStatus Job::stop(milliseconds grace) {
   if (pid_ < 0) return status_.value_or(ExitStatus{});
   if (finished_) return *status_;
@@ -307,6 +325,8 @@ ExitStatus Job::stop(milliseconds grace) {
   // A job that already ended on its own is not signalled at all.
   if (!(reap(WNOHANG) && wait_session_empty(Clock::now()))) {
     signal_all(SIGTERM);
+    // A stopped process (SIGSTOP, a debugger) acts on SIGTERM only once continued.
+    signal_all(SIGCONT);
     if (!status_) wait_for(milliseconds(ms_until(deadline)));
     if (!(status_ && wait_session_empty(deadline))) {
       signal_all(SIGKILL);

@@ -79,6 +79,11 @@ class Job {
   // are stopped as well. Idempotent: later calls return the same status.
   ExitStatus stop(std::chrono::milliseconds grace);
 
+  // SIGKILL to every process of the job at once, without a SIGTERM first, then
+  // reaps the leader: for an mpirun that is already tearing its job down, where a
+  // SIGTERM would hit its half-done cleanup (it crashed in PMIx_Finalize). Idempotent.
+  ExitStatus kill_all();
+
   // The job's live processes besides an unreaped leader (diagnostics, tests).
   std::vector<pid_t> members() const;
 

@@ -91,6 +91,11 @@ void check_env_entry(const std::string& entry) {
 
 }  // namespace
 
+bool mpirun_args_name_hosts(const std::vector<std::string>& mpirun_args) {
+  return any_option(mpirun_args,
+                    {"host", "H", "hostfile", "machinefile", "default-hostfile", "rankfile", "rf"});
+}
+
 fs::path build_time_mpirun() { return fs::path(PYPTO_BUILD_MPIEXEC); }
 
 fs::path find_mpirun(const std::optional<fs::path>& explicit_path) {

@@ -70,6 +70,10 @@ std::vector<std::string> mpirun_argv(const MpirunOptions& options);
 // (the message says to install openmpi-bin).
 std::filesystem::path find_mpirun(const std::optional<std::filesystem::path>& explicit_path);
 
+// Whether the user's mpirun arguments place ranks on named hosts (--host, -H, a
+// hostfile or rankfile), which may be other hosts than this one.
+bool mpirun_args_name_hosts(const std::vector<std::string>& mpirun_args);
+
 // The mpiexec CMake found at configure time (empty when it found none).
 std::filesystem::path build_time_mpirun();
 

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/subprocess.h"
 
 namespace pypto::rank {
 
@@ -28,6 +29,8 @@ int g_wake_fd = -1;
 
 void on_signal(int signo) {
   g_signal = signo;
+  // The agent is going: a compile it runs (with its cc1plus) goes first.
+  kill_subprocess_groups();
   if (g_wake_fd >= 0) {
     const uint64_t one = 1;
     const ssize_t written = write(g_wake_fd, &one, sizeof one);  // async-signal-safe
@@ -276,6 +279,9 @@ void RankAgent::handle(wire::Decoded& message) {
     pending_manifests_.pop_front();
     job.hashes = std::move(blobs->hashes);
     job.blobs = std::move(message.payloads);
+    // The kernels this build compiles share the prepare deadline.
+    if (options_.prepare_timeout)
+      set_subprocess_deadline(Clock::now() + *options_.prepare_timeout);
     worker_->submit(std::move(job));
   } else if (auto* reset = std::get_if<wire::Reset>(&message.message)) {
     worker_->submit(ResetJob{request_id, reset->build});
@@ -374,10 +380,14 @@ void RankAgent::fail_now(int code, const std::string& message, bool tell_coordin
       std::cerr << "pypto-rank: cannot tell the coordinator: " << e.what() << std::endl;
     }
   }
+  // A failed run leaves nothing behind either (--keep-workspace keeps it).
+  remove_workspace();
   exit_now(code);
 }
 
 void RankAgent::exit_now(int code) {
+  // No compiler of this agent outlives it (their process groups are not ours).
+  kill_subprocess_groups();
   log::logger().flush();
   std::fflush(stdout);
   std::fflush(stderr);

@@ -44,6 +44,7 @@ AgentOptions parse_agent_options(int argc, const char* const* argv, bool* help_p
   AgentOptions o;
   double connect_seconds = 60;
   std::optional<double> wait_seconds;
+  std::optional<double> prepare_seconds;
   std::string blob_store, binary_store, workspace;
   // Required, but checked after parsing so that an unknown flag is named first.
   app.add_option("--coord", o.coord,
@@ -64,6 +65,10 @@ AgentOptions parse_agent_options(int argc, const char* const* argv, bool* help_p
   app.add_option("--wait-timeout", wait_seconds,
                  "deadline in seconds of a kernel's wait/barrier (default 60; a dispatch's own "
                  "value wins)");
+  app.add_option("--prepare-timeout", prepare_seconds,
+                 "seconds from receiving a build's files until READY; a kernel compile still "
+                 "running then is killed and reported naming its source (default: none, the "
+                 "coordinator's own deadline applies)");
   app.add_option("--log-level", o.log_level,
                  "debug, info, timing, warn, error or null (default: $PYPTO_RUNTIME_LOG, else "
                  "info)");
@@ -86,6 +91,7 @@ AgentOptions parse_agent_options(int argc, const char* const* argv, bool* help_p
   o.connect_timeout = seconds_option("--connect-timeout", connect_seconds);
   o.wait_timeout = wait_seconds ? seconds_option("--wait-timeout", *wait_seconds)
                                 : std::chrono::milliseconds(kDefaultWaitTimeout);
+  if (prepare_seconds) o.prepare_timeout = seconds_option("--prepare-timeout", *prepare_seconds);
   if (!blob_store.empty()) o.blob_store = blob_store;
   if (!binary_store.empty()) o.binary_store = binary_store;
   if (!workspace.empty()) o.workspace = workspace;

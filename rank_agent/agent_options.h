@@ -25,6 +25,8 @@ struct AgentOptions {
   std::optional<fs::path> workspace;
   bool keep_workspace = false;
   std::chrono::milliseconds wait_timeout;  // kernel wait()/barrier deadline
+  // From BLOBS until READY: a compile still running then is killed and named.
+  std::optional<std::chrono::milliseconds> prepare_timeout;
   std::optional<std::string> log_level;    // else PYPTO_RUNTIME_LOG, else info
   bool version = false;                    // --version was given: print it and exit 0
 };

@@ -169,6 +169,20 @@ TEST(RunCommandTest, L3BuildsOnAnOnboardPlatformFailBeforeAnythingIsLaunched) {
   }
 }
 
+TEST(RunCommandTest, BindPortsOutOfRangeAndTinyHeartbeatTimeoutsAreUsageErrors) {
+  fs::path dir = copy_fixture("l3/allreduce_w2", "l3_bad_flags");
+  for (const char* port : {"99999", "-1", "0", "http"}) {
+    const std::string bind = std::string("tcp://127.0.0.1:") + port;
+    CoordResult r = coord({"run", dir.string(), "--bind", bind});
+    EXPECT_EQ(r.exit_code, 2) << r.all();
+    EXPECT_TRUE(contains(r.err, "--bind " + bind + ": the port '" + port + "'")) << r.all();
+    EXPECT_FALSE(contains(r.err, "launching")) << r.all();
+  }
+  CoordResult r = coord({"run", dir.string(), "--heartbeat-timeout", "0.05"});
+  EXPECT_EQ(r.exit_code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "--heartbeat-timeout 0.05: must be at least 1 s")) << r.all();
+}
+
 TEST(RunCommandTest, PlatformOverride) {
   fs::path dir = copy_fixture("l2/vector_add", "platform");
   CoordResult r = coord({"run", dir.string(), "--platform", "a2a3"});
