@@ -76,6 +76,13 @@ Tensor host_box(const DistributedCompiledProgram& program, const std::vector<Ten
   return intermediates[t].slice(arg.offsets, arg.shape);
 }
 
+// The index of window `name` in host_orch.json: its id in every rank's window set.
+int64_t window_index(const HostOrch& plan, const std::string& name) {
+  for (size_t w = 0; w < plan.windows.size(); ++w)
+    if (plan.windows[w].name == name) return static_cast<int64_t>(w);
+  return -1;  // from_dir checked that every named window exists
+}
+
 }  // namespace
 
 std::vector<HostPrepareStats> PrepareReport::hosts() const {
@@ -533,14 +540,16 @@ void DistributedWorker::feed(int rank) {
           wire_arg.tensor.nbytes = box.nbytes();
           frames.push_back(frame_of_tensor(box));
         }
+        if (!arg.window.empty()) {  // in place: the agent keeps the data in this window
+          wire_arg.window = arg.window;
+          wire_arg.window_id = window_index(run.program->host_orch(), arg.window);
+        }
         break;
       }
       case HostArgKind::kWindow: {
         wire_arg.kind = wire::DispatchArg::kWindow;
         wire_arg.window = arg.window;
-        const auto& windows = run.program->host_orch().windows;
-        for (size_t w = 0; w < windows.size(); ++w)
-          if (windows[w].name == arg.window) wire_arg.window_id = static_cast<int64_t>(w);
+        wire_arg.window_id = window_index(run.program->host_orch(), arg.window);
         break;
       }
       case HostArgKind::kScalar:

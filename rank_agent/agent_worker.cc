@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <set>
+#include <span>
 #include <thread>
 #include <cstring>
 
@@ -91,6 +93,42 @@ std::vector<std::string> files_under(const fs::path& dir) {
   if (ec) throw InfraError("cannot list the DFX files in " + dir.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// In place (docs/build-directory.md, host arguments with a "window"): the
+// tensor a dispatch argument binds is a view of the first bytes of window
+// `window_id`'s local copy, so kernels reduce in the window and nothing is
+// copied in or out by them. `input` (the In/InOut data; nullopt for Out) is
+// written there first; an Out argument sees what the window holds, which
+// persists across dispatches and runs until the windows are reset. The one
+// place where a host argument's bytes enter a window.
+Tensor place_in_window(const WindowSet& windows, int64_t window_id, const std::string& window,
+                       const ParamInfo& param, std::optional<std::span<const std::byte>> input,
+                       const std::string& where) {
+  if (window_id < 0 || window_id >= windows.size() ||
+      windows.spec(static_cast<int>(window_id)).name != window)
+    throw InfraError(where + ": tensor '" + param.name + "' is placed in window " +
+                     std::to_string(window_id) + " '" + window + "', but the build has " +
+                     std::to_string(windows.size()) + " window(s) and no such one at that index");
+  const int id = static_cast<int>(window_id);
+  const WindowSpec& spec = windows.spec(id);
+  Tensor view = Tensor::borrow(windows.local(id), param.dtype, param.shape);
+  if (!windows.local(id))
+    throw InfraError(where + ": tensor '" + param.name + "' is placed in window '" + window +
+                     "', of which this rank is not a member");
+  if (spec.dtype != param.dtype || view.nbytes() > spec.bytes)
+    throw InfraError(where + ": tensor '" + param.name + "' (" + param.type_string() + ", " +
+                     std::to_string(view.nbytes()) + " bytes) does not fit window '" + window +
+                     "' (" + dtype_name(spec.dtype) + ", " + std::to_string(spec.bytes) +
+                     " bytes)");
+  if (input) {
+    if (input->size() != view.nbytes())
+      throw InfraError(where + ": tensor '" + param.name + "' is " + param.type_string() + " (" +
+                       std::to_string(view.nbytes()) + " bytes) but its data has " +
+                       std::to_string(input->size()));
+    if (!input->empty()) std::memcpy(view.data(), input->data(), input->size());
+  }
+  return view;
 }
 
 }  // namespace
@@ -410,6 +448,7 @@ void AgentWorker::dispatch(DispatchJob& job) {
     std::vector<Tensor> tensors;
     DispatchContext context;
     size_t frame = 0;
+    std::set<int64_t> placed;  // windows holding an in-place argument
     for (size_t i = 0; i < d.args.size(); ++i) {
       const wire::DispatchArg& arg = d.args[i];
       if (arg.kind == wire::DispatchArg::kTensor) {
@@ -418,6 +457,24 @@ void AgentWorker::dispatch(DispatchJob& job) {
         param.direction = parse_direction(arg.tensor.direction).value_or(Direction::kIn);
         param.shape = arg.tensor.shape;
         param.dtype = parse_dtype(arg.tensor.dtype).value_or(DType::kF32);
+        if (arg.window_id >= 0) {
+          const std::string where =
+              "dispatch d" + std::to_string(d.index) + " of program '" + d.program + "'";
+          if (!placed.insert(arg.window_id).second)
+            throw InfraError(where + ": argument " + std::to_string(i) + " ('" + param.name +
+                             "') is placed in window '" + arg.window +
+                             "', which already holds another argument of the dispatch");
+          std::optional<std::span<const std::byte>> input;
+          if (param.is_input()) {
+            const zmq::message_t& bytes = job.payloads.at(frame++);
+            input = std::span<const std::byte>(static_cast<const std::byte*>(bytes.data()),
+                                               bytes.size());
+          }
+          tensors.push_back(
+              place_in_window(*build.windows, arg.window_id, arg.window, param, input, where));
+          params.push_back(std::move(param));
+          continue;
+        }
         Tensor tensor = Tensor::empty(param.dtype, param.shape);  // zero-filled
         if (param.is_input()) {
           const zmq::message_t& bytes = job.payloads.at(frame++);
