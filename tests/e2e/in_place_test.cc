@@ -67,6 +67,7 @@ float at(const Tensor& t, int64_t r, int64_t i, int64_t j) {
 // The run's outputs against the inputs it was given, computed here; `runs`:
 // how many runs added x into the kept window acc.
 void expect_results(const std::vector<Tensor>& in, const std::vector<Tensor>& out, int runs) {
+  SCOPED_TRACE("after run " + std::to_string(runs) + " on the kept window acc");
   for (int64_t r = 0; r < kWorld; ++r)
     for (int64_t j = 0; j < kC; ++j) {
       for (int64_t i = 0; i < 4; ++i) ASSERT_EQ(at(out[1], r, i, j), runs * at(in[0], r, i, j));
@@ -139,6 +140,8 @@ TEST(InPlaceTest, PersistentWindowsKeepDataAcrossRunsOfAPreparedWorker) {
     handles[h].wait();
     expect_results(given[h], handles[h].args(), static_cast<int>(h) + 4);
   }
+  args = round_inputs(program, 5);
+  inputs = copies(args);
   worker->run(program, args);  // reset again: acc starts from zero
   expect_results(inputs, args, 1);
   worker->close();
