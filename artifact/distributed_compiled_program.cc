@@ -59,6 +59,23 @@ void check_host_arg(const fs::path& dir, const std::string& field, const HostArg
     fail_host_orch(dir, field + ".param",
                    "binds an " + std::string(arg_kind_name(slot)) + " argument to '" + p->name +
                        "', an In parameter; results written there would never reach the host");
+  if (!arg.window.empty()) {
+    // In place: the box's data occupies the first bytes of the window's local copy.
+    const WindowInfo* w = plan.find_window(arg.window);  // parse checked that it exists
+    int64_t bytes = static_cast<int64_t>(dtype_size(p->dtype));
+    for (int64_t extent : arg.shape)
+      if (__builtin_mul_overflow(bytes, extent, &bytes)) bytes = INT64_MAX;
+    if (w->dtype != p->dtype)
+      fail_host_orch(dir, field + ".window",
+                     "places a box of '" + p->name + "' (" + dtype_name(p->dtype) +
+                         ") in window '" + w->name + "' of dtype " + dtype_name(w->dtype) +
+                         "; an in-place argument needs a window of its own dtype");
+    if (bytes > w->bytes)
+      fail_host_orch(dir, field + ".window",
+                     "places a box of " + std::to_string(bytes) + " bytes (shape " +
+                         shape_string(arg.shape) + " of '" + p->name + "') in window '" +
+                         w->name + "', which has " + std::to_string(w->bytes) + " bytes");
+  }
 }
 
 void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const HostOrch& plan,
@@ -98,6 +115,7 @@ void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const Ho
                          orch->name + "' in " + sidecar_display(chip.dir, kKernelConfigFile) +
                          " has the signature " + sig + " (" +
                          std::to_string(orch->signature.size()) + " arguments)");
+    std::set<std::string> placed;  // windows holding an in-place argument of this dispatch
     for (size_t a = 0; a < dispatch.args.size(); ++a) {
       const HostArg& arg = dispatch.args[a];
       const ArgKind slot = orch->signature[a];
@@ -110,6 +128,11 @@ void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const Ho
                            "window, Scalar binds scalar)");
       if (arg.kind == HostArgKind::kHost)
         check_host_arg(dir, field, arg, slot, meta.params, plan);
+      if (arg.kind == HostArgKind::kHost && !arg.window.empty() &&
+          !placed.insert(arg.window).second)
+        fail_host_orch(dir, field + ".window",
+                       "places a second argument of the dispatch in window '" + arg.window +
+                           "'; each window holds at most one in-place argument of a dispatch");
     }
   }
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "artifact/build_paths.h"
 #include "artifact/fixture_test_util.h"
 #include "common/error.h"
@@ -189,6 +191,47 @@ TEST_F(DistributedCompiledProgramTest, HostIntermediatesAreBoundLikeInOutParamet
   });
   EXPECT_TRUE(FailsWithArtifactError([&] { DistributedCompiledProgram::from_dir(dir); }, kHostOrch,
                                      "intermediates[0].shape"));
+}
+
+TEST_F(DistributedCompiledProgramTest, AHostArgumentCanLiveInAWindow) {
+  fs::path dir = copy();
+  edit_json(dir / kHostOrch, [](Json& j) {
+    for (Json& d : j["dispatches"]) d["args"][1]["window"] = "data";  // y[r] in window data
+  });
+  const DistributedCompiledProgram p = DistributedCompiledProgram::from_dir(dir);
+  EXPECT_EQ(p.dispatches_of(3)[0]->args[1].window, "data");
+  EXPECT_EQ(p.dispatches_of(3)[0]->args[0].window, "");
+  EXPECT_EQ(p.host_orch().to_json()["dispatches"][3]["args"][1]["window"], "data");
+}
+
+TEST_F(DistributedCompiledProgramTest, AnInPlaceArgumentNeedsAWindowThatHoldsIt) {
+  auto refused = [&](const std::function<void(Json&)>& edit, const std::string& field,
+                     const std::string& text) {
+    fs::path dir = copy();
+    edit_json(dir / kHostOrch, edit);
+    EXPECT_TRUE(FailsWithArtifactError([&] { DistributedCompiledProgram::from_dir(dir); },
+                                       kHostOrch, field));
+    const std::string msg =
+        testing::message_of<ArtifactError>([&] { DistributedCompiledProgram::from_dir(dir); });
+    EXPECT_TRUE(contains(msg, text)) << msg;
+  };
+  refused([](Json& j) { j["dispatches"][0]["args"][1]["window"] = "nowhere"; },
+          "dispatches[0].args[1].window", "'nowhere', which is not a window of this file");
+  refused([](Json& j) { j["dispatches"][0]["args"][1]["window"] = "signal"; },
+          "dispatches[0].args[1].window", "an in-place argument needs a window of its own dtype");
+  refused(
+      [](Json& j) {
+        j["windows"][0]["shape"] = {1, 128};
+        j["windows"][0]["bytes"] = 512;
+        j["dispatches"][0]["args"][1]["window"] = "data";
+      },
+      "dispatches[0].args[1].window", "places a box of 1024 bytes");
+  refused(
+      [](Json& j) {
+        j["dispatches"][0]["args"][0]["window"] = "data";
+        j["dispatches"][0]["args"][1]["window"] = "data";
+      },
+      "dispatches[0].args[1].window", "each window holds at most one in-place argument");
 }
 
 TEST_F(DistributedCompiledProgramTest, OutArgumentMustBindAnOutputParameter) {

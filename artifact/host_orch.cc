@@ -60,6 +60,24 @@ ParamInfo parse_intermediate(JsonObject& t) {
   return info;
 }
 
+// The window `name` of this file, of which `rank` is a member.
+const WindowInfo& member_window(JsonObject& a, const std::vector<WindowInfo>& windows,
+                                const std::string& name, int64_t rank) {
+  const WindowInfo* w = nullptr;
+  for (const auto& candidate : windows)
+    if (candidate.name == name) w = &candidate;
+  if (!w) {
+    std::string names;
+    for (const auto& candidate : windows) names += (names.empty() ? "" : ", ") + candidate.name;
+    a.fail("window", "names '" + name + "', which is not a window of this file (windows: " +
+                         (names.empty() ? std::string("none") : names) + ")");
+  }
+  if (!w->has_rank(rank))
+    a.fail("window", "names '" + name + "', but the dispatch's rank " + std::to_string(rank) +
+                         " is not one of its ranks " + shape_string(w->ranks));
+  return *w;
+}
+
 HostArg parse_arg(JsonObject& a, const std::vector<WindowInfo>& windows, int64_t rank) {
   HostArg arg;
   std::string kind = a.string("kind");
@@ -80,22 +98,15 @@ HostArg parse_arg(JsonObject& a, const std::vector<WindowInfo>& windows, int64_t
         a.fail("shape", "extent " + std::to_string(i) + " is " + std::to_string(arg.shape[i]) +
                             "; box extents are >= 1");
     }
+    // Optional: the box lives in this window during the dispatch (in place).
+    if (a.has("window")) {
+      arg.window = non_empty_string(a, "window");
+      member_window(a, windows, arg.window, rank);
+    }
   } else if (kind == "window") {
     arg.kind = HostArgKind::kWindow;
     arg.window = non_empty_string(a, "window");
-    const WindowInfo* w = nullptr;
-    for (const auto& candidate : windows)
-      if (candidate.name == arg.window) w = &candidate;
-    if (!w) {
-      std::string names;
-      for (const auto& candidate : windows) names += (names.empty() ? "" : ", ") + candidate.name;
-      a.fail("window", "names '" + arg.window + "', which is not a window of this file (windows: " +
-                           (names.empty() ? std::string("none") : names) + ")");
-    }
-    if (!w->has_rank(rank))
-      a.fail("window", "names '" + arg.window + "', but the dispatch's rank " +
-                           std::to_string(rank) + " is not one of its ranks " +
-                           shape_string(w->ranks));
+    member_window(a, windows, arg.window, rank);
   } else if (kind == "scalar") {
     arg.kind = HostArgKind::kScalar;
     arg.value = a.integer("value");
@@ -127,12 +138,14 @@ const char* host_arg_kind_name(HostArgKind kind) {
   return "?";
 }
 
-HostArg HostArg::host(std::string param, std::vector<int64_t> offsets, std::vector<int64_t> shape) {
+HostArg HostArg::host(std::string param, std::vector<int64_t> offsets, std::vector<int64_t> shape,
+                      std::string in_window) {
   HostArg a;
   a.kind = HostArgKind::kHost;
   a.param = std::move(param);
   a.offsets = std::move(offsets);
   a.shape = std::move(shape);
+  a.window = std::move(in_window);
   return a;
 }
 
@@ -209,10 +222,13 @@ Json HostOrch::to_json() const {
     Json args = Json::array();
     for (const auto& a : d.args) {
       switch (a.kind) {
-        case HostArgKind::kHost:
-          args.push_back(Json{
-              {"kind", "host"}, {"param", a.param}, {"offsets", a.offsets}, {"shape", a.shape}});
+        case HostArgKind::kHost: {
+          Json arg{
+              {"kind", "host"}, {"param", a.param}, {"offsets", a.offsets}, {"shape", a.shape}};
+          if (!a.window.empty()) arg["window"] = a.window;
+          args.push_back(std::move(arg));
           break;
+        }
         case HostArgKind::kWindow:
           args.push_back(Json{{"kind", "window"}, {"window", a.window}});
           break;

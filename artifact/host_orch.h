@@ -41,12 +41,16 @@ struct HostArg {
   std::string param;
   std::vector<int64_t> offsets;
   std::vector<int64_t> shape;
-  // kWindow: the window's name.
+  // kWindow: the window's name. kHost: empty, or the window whose local copy
+  // holds the box's data during the dispatch (an in-place argument: the rank
+  // writes In/InOut data into the window's first bytes instead of a buffer of
+  // its own and reads Out/InOut data back from there; docs/build-directory.md).
   std::string window;
   // kScalar.
   int64_t value = 0;
 
-  static HostArg host(std::string param, std::vector<int64_t> offsets, std::vector<int64_t> shape);
+  static HostArg host(std::string param, std::vector<int64_t> offsets, std::vector<int64_t> shape,
+                      std::string in_window = "");
   static HostArg window_arg(std::string window);
   static HostArg scalar(int64_t value);
   bool operator==(const HostArg&) const = default;

@@ -183,6 +183,8 @@ Function clone(const Function& f) {
     q.dtype = p.dtype;
     for (const ExprPtr& d : p.dims) q.dims.push_back(clone_or_null(d));
     q.type = p.type;
+    q.at = p.at;
+    q.at_span = p.at_span;
     c.params.push_back(std::move(q));
   }
   c.body = clone_block(f.body);

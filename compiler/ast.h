@@ -90,6 +90,10 @@ struct Param {
   DType dtype = DType::kF32;
   std::vector<ExprPtr> dims;
   Type type;  // filled by the checker
+  // `x: inout f32[R, C] at w` (chip functions): the tensor lives in the first
+  // bytes of window parameter `w` during a dispatch (in place); empty if not.
+  std::string at;
+  Span at_span;  // the window's name after `at`
 };
 
 // A shape parameter of a generic function: `f<R, C>(x: in f32[R, C])`.

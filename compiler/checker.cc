@@ -188,6 +188,45 @@ void Checker::check_params(Function& f) {
             "window_buffer(...) in the host function");
     }
   }
+  // In-place parameters: `x: inout f32[R, C] at w` puts x in window parameter w.
+  std::map<std::string, const Param*> placed;  // window -> the parameter it holds
+  for (Param& p : f.params) {
+    if (p.at.empty()) continue;
+    if (f.kind != FuncKind::kChip || p.kind != ParamKind::kTensor) {
+      error(p.at_span, "only a tensor parameter of a chip function can be placed in a window "
+                       "with 'at'");
+      continue;
+    }
+    const Param* w = nullptr;
+    for (const Param& q : f.params)
+      if (q.name == p.at) w = &q;
+    if (!w || w->kind != ParamKind::kWindow) {
+      error(p.at_span, "'" + p.at + "' is not a window parameter of '" + f.name +
+                           "'; 'at' names one of the function's window parameters");
+      continue;
+    }
+    if (p.type.is_error() || w->type.is_error()) continue;
+    int64_t bytes = static_cast<int64_t>(dtype_size(p.type.dtype));
+    int64_t window_bytes = static_cast<int64_t>(dtype_size(w->type.dtype));
+    for (int64_t e : p.type.shape) bytes *= e;
+    for (int64_t e : w->type.shape) window_bytes *= e;
+    if (p.type.dtype != w->type.dtype) {
+      error(p.at_span, "'" + p.name + "' is " + dtype_name(p.type.dtype) + " but window '" +
+                           w->name + "' holds " + dtype_name(w->type.dtype) +
+                           "; a tensor placed in a window needs the window's dtype");
+      note(w->span, "'" + w->name + "' is declared here");
+    } else if (bytes > window_bytes) {
+      error(p.at_span, "'" + p.name + "' (" + shape_string(p.type.dtype, p.type.shape) + ", " +
+                           std::to_string(bytes) + " bytes) does not fit window '" + w->name +
+                           "' (" + shape_string(w->type.dtype, w->type.shape) + ", " +
+                           std::to_string(window_bytes) + " bytes)");
+      note(w->span, "'" + w->name + "' is declared here");
+    } else if (auto [it, fresh] = placed.emplace(p.at, &p); !fresh) {
+      error(p.at_span, "window '" + p.at + "' already holds parameter '" + it->second->name +
+                           "'; a window holds at most one in-place parameter");
+      note(it->second->at_span, "'" + it->second->name + "' is placed here");
+    }
+  }
 }
 
 void Checker::check_function(Function& f) {
@@ -740,6 +779,17 @@ Type Checker::check_user_call(Expr& e, Function& callee, bool dispatched) {
     e.name = target->name;  // code generation and the interpreter call the instance
   }
   calls_[fn_].insert(target);
+  if (from == FuncKind::kChip) {
+    for (const Param& p : target->params) {
+      if (p.at.empty()) continue;
+      error(e.name_span, "chip function '" + callee.name + "' places '" + p.name +
+                             "' in window '" + p.at +
+                             "', so it must be dispatched from a host function ('" + callee.name +
+                             "(...) on r'), not called from another chip function");
+      note(p.at_span, "'" + p.name + "' is placed here");
+      return Type::of(TypeKind::kVoid);
+    }
+  }
   for (size_t i = 0; i < e.args.size(); ++i)
     if (e.args[i]) check_argument(*e.args[i], target->params[i], *target, i);
   return Type::of(TypeKind::kVoid);

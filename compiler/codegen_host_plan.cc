@@ -179,6 +179,16 @@ class HostEvaluator {
           break;
       }
     }
+    // In-place parameters (`x: ... at w`): the box lives in the host window bound to w.
+    for (size_t i = 0; i < chip.params.size() && i < d.args.size(); ++i) {
+      const Param& p = chip.params[i];
+      if (p.at.empty()) continue;
+      auto bound = planned.windows.find(p.at);
+      if (bound == planned.windows.end())
+        fail(p.at_span, "'" + p.name + "' is placed in '" + p.at +
+                            "', which this dispatch does not bind to a window");
+      d.args[i].window = bound->second;
+    }
     if (std::find(plan_.chips.begin(), plan_.chips.end(), &chip) == plan_.chips.end())
       plan_.chips.push_back(&chip);
     plan_.orch.dispatches.push_back(std::move(d));

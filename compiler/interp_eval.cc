@@ -447,7 +447,10 @@ std::string Evaluator::window_name(const Expr& e, WindowRef w) const {
 
 Evaluator::Place Evaluator::place(const Expr& e) {
   Value v = eval(e);
-  if (auto* t = std::get_if<TensorRef>(&v)) return Place{std::move(*t), false, describe(e)};
+  if (auto* t = std::get_if<TensorRef>(&v)) {
+    const bool in_window = t->in_window;
+    return Place{std::move(*t), in_window, describe(e)};
+  }
   if (const auto* w = std::get_if<WindowRef>(&v)) {
     if (rank_ < 0) internal(e.span, "a window accessed outside a rank");
     const Tensor& copy = world_->window(*w).copies[static_cast<size_t>(rank_)];

@@ -96,6 +96,9 @@ struct TensorRef {
   Shape shape;
   Shape strides;
   int64_t offset = 0;
+  // A view of a window's copy (an in-place parameter, `x: ... at w`): its
+  // accesses take the world's lock like any window access.
+  bool in_window = false;
 
   static TensorRef of(const Tensor& tensor);
   std::byte* element(const Shape& index) const;

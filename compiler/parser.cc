@@ -250,6 +250,16 @@ class Parser {
       return false;
     }
     p.type_span = type_start.to(prev_span());
+    if (at_word("at")) {  // in place: `x: inout f32[R, C] at w`
+      advance();
+      if (!at(Tok::kIdent)) {
+        error_here("expected the name of a window parameter after 'at' in the type of '" +
+                   p.name + "'");
+        return false;
+      }
+      p.at = std::string(cur().text);
+      p.at_span = advance().span;
+    }
     return true;
   }
 

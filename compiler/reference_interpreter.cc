@@ -74,11 +74,51 @@ std::vector<Value> bind_arguments(const ProgramInfo& info, const Function& entry
 
 // One rank's thread: its dispatches in host order. Any error is recorded in the
 // world (the first one wins) and stops the other ranks.
+// A dispatch as the rank runs it: every in-place parameter (`x: ... at w`)
+// bound to a view of the first bytes of the rank's copy of w, which first
+// receives the host box's data (In/InOut) — as a rank agent does. `placed`
+// lists (parameter index, host box) for copying results back.
+std::vector<Value> place_in_windows(const Dispatch& d, World& world, int64_t rank,
+                                    std::vector<std::pair<size_t, TensorRef>>& placed) {
+  std::vector<Value> args = d.args;
+  const Function& chip = *d.chip;
+  for (size_t i = 0; i < chip.params.size() && i < args.size(); ++i) {
+    const Param& p = chip.params[i];
+    if (p.at.empty()) continue;
+    size_t w = 0;
+    while (w < chip.params.size() && chip.params[w].name != p.at) ++w;
+    const auto& window = world.window(std::get<interp::WindowRef>(args.at(w)));
+    TensorRef view = TensorRef::of(window.copies[static_cast<size_t>(rank)]);
+    view.dtype = p.type.dtype;
+    view.shape = p.type.shape;
+    view.strides = row_major_strides(view.shape);
+    view.offset = 0;
+    view.in_window = true;
+    const TensorRef box = std::get<TensorRef>(args[i]);
+    const Shape origin(view.shape.size(), 0);
+    if (p.dir != Direction::kOut)
+      world.access(true, [&] { interp::copy_region(view, origin, box, origin, view.shape); });
+    placed.emplace_back(i, box);
+    args[i] = view;
+  }
+  return args;
+}
+
 void run_rank(const ProgramInfo& info, World& world, int64_t rank,
               const std::vector<Dispatch>& dispatches) {
   try {
     Evaluator evaluator(info, &world, rank);
-    for (const Dispatch& d : dispatches) evaluator.run(*d.chip, d.args);
+    for (const Dispatch& d : dispatches) {
+      std::vector<std::pair<size_t, TensorRef>> placed;
+      const std::vector<Value> args = place_in_windows(d, world, rank, placed);
+      evaluator.run(*d.chip, args);
+      for (const auto& [i, box] : placed) {
+        if (d.chip->params[i].dir == Direction::kIn) continue;
+        const TensorRef& view = std::get<TensorRef>(args[i]);
+        const Shape origin(view.shape.size(), 0);
+        world.access(false, [&] { interp::copy_region(box, origin, view, origin, view.shape); });
+      }
+    }
   } catch (const interp::Aborted&) {
     // Another rank failed first; its error is the run's.
   } catch (...) {

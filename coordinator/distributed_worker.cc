@@ -118,6 +118,13 @@ std::optional<fs::path> agents_default_workspace(const std::vector<std::string>&
   }
 }
 
+// The index of window `name` in host_orch.json: its id in every rank's window set.
+int64_t window_index(const HostOrch& plan, const std::string& name) {
+  for (size_t w = 0; w < plan.windows.size(); ++w)
+    if (plan.windows[w].name == name) return static_cast<int64_t>(w);
+  return -1;  // from_dir checked that every named window exists
+}
+
 }  // namespace
 
 std::vector<HostPrepareStats> PrepareReport::hosts() const {
@@ -880,6 +887,10 @@ void DistributedWorker::feed(int rank) {
           wire_arg.tensor.dtype = dtype_name(resident->dtype());
           wire_arg.tensor.shape = arg.shape;
           wire_arg.tensor.direction = arg_kind_name(orch->signature.at(i));
+          if (!arg.window.empty()) {  // in place: the agent moves it into the window and back
+            wire_arg.window = arg.window;
+            wire_arg.window_id = window_index(run.program->host_orch(), arg.window);
+          }
           break;
         }
         const Tensor box = host_box(*run.program, run.args, run.intermediates, arg);
@@ -892,14 +903,16 @@ void DistributedWorker::feed(int rank) {
           wire_arg.tensor.nbytes = box.nbytes();
           frames.push_back(wire::frame_of_tensor(box));
         }
+        if (!arg.window.empty()) {  // in place: the agent keeps the data in this window
+          wire_arg.window = arg.window;
+          wire_arg.window_id = window_index(run.program->host_orch(), arg.window);
+        }
         break;
       }
       case HostArgKind::kWindow: {
         wire_arg.kind = wire::DispatchArg::kWindow;
         wire_arg.window = arg.window;
-        const auto& windows = run.program->host_orch().windows;
-        for (size_t w = 0; w < windows.size(); ++w)
-          if (windows[w].name == arg.window) wire_arg.window_id = static_cast<int64_t>(w);
+        wire_arg.window_id = window_index(run.program->host_orch(), arg.window);
         break;
       }
       case HostArgKind::kScalar:

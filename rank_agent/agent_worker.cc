@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <set>
+#include <span>
 #include <thread>
 #include <cstring>
 
@@ -92,6 +94,42 @@ std::vector<std::string> files_under(const fs::path& dir) {
   if (ec) throw InfraError("cannot list the DFX files in " + dir.string() + ": " + ec.message());
   std::sort(files.begin(), files.end());
   return files;
+}
+
+// In place (docs/build-directory.md, host arguments with a "window"): the
+// tensor a dispatch argument binds is a view of the first bytes of window
+// `window_id`'s local copy, so kernels reduce in the window and nothing is
+// copied in or out by them. `input` (the In/InOut data; nullopt for Out) is
+// written there first; an Out argument sees what the window holds, which
+// persists across dispatches and runs until the windows are reset. The one
+// place where a host argument's bytes enter a window.
+Tensor place_in_window(const WindowSet& windows, int64_t window_id, const std::string& window,
+                       const ParamInfo& param, std::optional<std::span<const std::byte>> input,
+                       const std::string& where) {
+  if (window_id < 0 || window_id >= windows.size() ||
+      windows.spec(static_cast<int>(window_id)).name != window)
+    throw InfraError(where + ": tensor '" + param.name + "' is placed in window " +
+                     std::to_string(window_id) + " '" + window + "', but the build has " +
+                     std::to_string(windows.size()) + " window(s) and no such one at that index");
+  const int id = static_cast<int>(window_id);
+  const WindowSpec& spec = windows.spec(id);
+  Tensor view = Tensor::borrow(windows.local(id), param.dtype, param.shape);
+  if (!windows.local(id))
+    throw InfraError(where + ": tensor '" + param.name + "' is placed in window '" + window +
+                     "', of which this rank is not a member");
+  if (spec.dtype != param.dtype || view.nbytes() > spec.bytes)
+    throw InfraError(where + ": tensor '" + param.name + "' (" + param.type_string() + ", " +
+                     std::to_string(view.nbytes()) + " bytes) does not fit window '" + window +
+                     "' (" + dtype_name(spec.dtype) + ", " + std::to_string(spec.bytes) +
+                     " bytes)");
+  if (input) {
+    if (input->size() != view.nbytes())
+      throw InfraError(where + ": tensor '" + param.name + "' is " + param.type_string() + " (" +
+                       std::to_string(view.nbytes()) + " bytes) but its data has " +
+                       std::to_string(input->size()));
+    if (!input->empty()) std::memcpy(view.data(), input->data(), input->size());
+  }
+  return view;
 }
 
 }  // namespace
@@ -411,9 +449,14 @@ void AgentWorker::dispatch(DispatchJob& job) {
 
     std::vector<ParamInfo> params;
     std::vector<Tensor> tensors;
-    std::vector<bool> returned;  // by tensor: its bytes go back in DISPATCH_DONE
+    std::vector<bool> returned;   // by tensor: its bytes go back in DISPATCH_DONE
+    std::vector<bool> in_window;  // by tensor: a view of a window's copy
+    // In-place arguments bound to resident tensors: (window view, resident part),
+    // copied back into the resident part after the run.
+    std::vector<std::pair<Tensor, Tensor>> write_back;
     DispatchContext context;
     size_t frame = 0;
+    std::set<int64_t> placed;  // windows holding an in-place argument
     for (size_t i = 0; i < d.args.size(); ++i) {
       const wire::DispatchArg& arg = d.args[i];
       if (arg.kind == wire::DispatchArg::kTensor || arg.kind == wire::DispatchArg::kResident) {
@@ -425,17 +468,53 @@ void AgentWorker::dispatch(DispatchJob& job) {
         const std::string what = "dispatch d" + std::to_string(d.index) + " of program '" +
                                  d.program + "': tensor '" + param.name + "'";
         Tensor tensor;
-        if (arg.kind == wire::DispatchArg::kResident) {
+        if (arg.window_id >= 0) {
+          // In place (docs/build-directory.md): the data lives in the window's copy.
+          const std::string where =
+              "dispatch d" + std::to_string(d.index) + " of program '" + d.program + "'";
+          if (!placed.insert(arg.window_id).second)
+            throw InfraError(where + ": argument " + std::to_string(i) + " ('" + param.name +
+                             "') is placed in window '" + arg.window +
+                             "', which already holds another argument of the dispatch");
+          std::optional<std::span<const std::byte>> input;
+          Tensor resident;  // packed: its bytes go into the window, and back after the run
+          if (arg.kind == wire::DispatchArg::kResident) {
+            resident = resident_box(arg, what);
+            if (param.is_input()) {
+              const Tensor packed = resident.is_contiguous() ? resident : resident.contiguous();
+              input = packed.bytes();
+              tensor = place_in_window(*build.windows, arg.window_id, arg.window, param, input,
+                                       where);
+            } else {
+              tensor = place_in_window(*build.windows, arg.window_id, arg.window, param,
+                                       std::nullopt, where);
+            }
+            if (param.is_output()) write_back.emplace_back(tensor, resident);
+          } else {
+            if (param.is_input()) {
+              const zmq::message_t& bytes = job.payloads.at(frame++);
+              input = std::span<const std::byte>(static_cast<const std::byte*>(bytes.data()),
+                                                 bytes.size());
+            }
+            tensor = place_in_window(*build.windows, arg.window_id, arg.window, param, input,
+                                     where);
+          }
+          in_window.push_back(true);
+        } else if (arg.kind == wire::DispatchArg::kResident) {
           tensor = resident_box(arg, what);  // the kernel works on the resident data itself
+          in_window.push_back(false);
         } else if (param.is_input()) {
           zmq::message_t& bytes = job.payloads.at(frame++);
-          const size_t nbytes = static_cast<size_t>(param.numel().value_or(0)) * dtype_size(param.dtype);
+          const size_t nbytes =
+              static_cast<size_t>(param.numel().value_or(0)) * dtype_size(param.dtype);
           if (bytes.size() != nbytes)
             throw InfraError(what + " is " + param.type_string() + " (" + std::to_string(nbytes) +
                              " bytes) but its payload has " + std::to_string(bytes.size()));
           tensor = wire::tensor_of_frame(std::move(bytes), param.dtype, param.shape);
+          in_window.push_back(false);
         } else {
           tensor = Tensor::empty(param.dtype, param.shape);  // zero-filled
+          in_window.push_back(false);
         }
         returned.push_back(arg.kind == wire::DispatchArg::kTensor);
         params.push_back(std::move(param));
@@ -484,6 +563,7 @@ void AgentWorker::dispatch(DispatchJob& job) {
 
     kernels_started = true;
     const ChipRunResult result = chip_->run(program, tensors, context);
+    for (auto& [window_view, resident] : write_back) resident.copy_from(window_view);
     done.timings.push_back({"assemble", static_cast<int64_t>(result.assemble_ms * 1e6)});
     done.timings.push_back({"run", static_cast<int64_t>(result.run_ms * 1e6)});
 
@@ -496,7 +576,9 @@ void AgentWorker::dispatch(DispatchJob& job) {
       meta.shape = tensors[i].shape();
       meta.direction = direction_name(param.direction);
       meta.nbytes = tensors[i].nbytes();
-      frames.push_back(wire::frame_of_tensor(tensors[i]));
+      // A window's copy changes with the next dispatch, maybe before ZeroMQ has
+      // sent the frame: send a copy of it; other tensors are this dispatch's own.
+      frames.push_back(wire::frame_of_tensor(in_window[i] ? tensors[i].contiguous() : tensors[i]));
       done.outputs.push_back(std::move(meta));
     }
     if (result.dfx_dir) {

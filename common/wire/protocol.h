@@ -145,7 +145,9 @@ RunOptions from_wire(const WireRunOptions& options, const WireDfxOptions& dfx);
 
 // One argument of a dispatch; which fields are meaningful depends on `kind`.
 struct DispatchArg {
-  static constexpr uint8_t kTensor = 0;  // `tensor`; bytes in a payload frame when In/InOut
+  // `tensor`; bytes in a payload frame when In/InOut. With window_id >= 0 (and
+  // `window`), an in-place argument: the agent keeps it in that window's copy.
+  static constexpr uint8_t kTensor = 0;
   static constexpr uint8_t kWindow = 1;  // `window` (its name) and `window_id` (host_orch index)
   static constexpr uint8_t kScalar = 2;  // `scalar`
   // `tensor` (box shape, direction; no payload) is the box at `offsets` of resident

@@ -1,0 +1,152 @@
+// In-place windows end to end: a user program that places a tensor in a
+// window (`at`) next to the library's in-place collectives, compiled with the
+// real pypto-compile, run and validated by pypto-coord at an odd world; then
+// one prepared DistributedWorker runs it again and again on persistent
+// windows (reset_windows = false), one run at a time and two in flight, with
+// new inputs, and every result is compared with a direct computation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "coordinator/distributed_worker.h"
+#include "coordinator/program_inputs.h"
+#include "tests/e2e/l3_util.h"
+#include "tests/scoped_env.h"
+
+namespace pypto::e2e {
+namespace {
+
+// total (out, in window acc) is what acc holds once x is added into it: x
+// after a fresh run, k * x after k runs on kept windows. s is allreduced, g
+// gathered (library collectives, in place), m max-reduced around the ring.
+const char* const kProgram = R"(import "collectives.ptl"
+const C = 64
+kernel aiv add_into(x: in f32[4, C], acc: window f32[4, C]) {
+  store(add(load(acc, [0, 0], [4, C]), load(x, [0, 0], [4, C])), acc, [0, 0])
+}
+chip accumulate(x: in f32[4, C], total: out f32[4, C] at acc, acc: window f32[4, C]) {
+  add_into(x, acc)
+}
+host main(x: in f32[WORLD, 4, C], total: out f32[WORLD, 4, C], s: inout f32[WORLD, 8, C],
+          g: out f32[WORLD, 4 * WORLD, C], m: inout f32[WORLD, 2 * WORLD, C]) {
+  let acc = window_buffer(f32[4, C])
+  for r in 0 .. WORLD { accumulate(x[r], total[r], acc) on r }
+  allreduce_sum(s)
+  allgather(x, g)
+  allreduce_ring_max(m)
+}
+)";
+constexpr int kWorld = 3;
+constexpr int64_t kC = 64;
+
+fs::path compiled(const std::string& name) {
+  const fs::path dir = scratch_dir(name);
+  const fs::path source = dir.parent_path() / (name + ".ptl");
+  spit(source, kProgram);
+  CoordResult c = pypto_compile(source, dir, kWorld);
+  EXPECT_EQ(c.exit_code, 0) << c.all();
+  return dir;
+}
+
+TEST(InPlaceTest, AUserProgramWithInPlaceWindowsValidates) {
+  const fs::path dir = compiled("in_place_run");
+  const auto plan = nlohmann::json::parse(slurp(dir / "orchestration/host_orch.json"));
+  EXPECT_EQ(plan["dispatches"][0]["args"][1]["window"], "acc") << plan.dump();
+  CoordResult r = coord({"run", dir.string(), "--validate"}, l3_env("in_place_run"));
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
+  EXPECT_TRUE(survivors("in_place_run").empty());
+}
+
+// Element [r][i][j] of a [WORLD, rows, C] tensor.
+float at(const Tensor& t, int64_t r, int64_t i, int64_t j) {
+  return t.data_as<float>()[(r * t.shape()[1] + i) * kC + j];
+}
+
+// The run's outputs against the inputs it was given, computed here; `runs`:
+// how many runs added x into the kept window acc.
+void expect_results(const std::vector<Tensor>& in, const std::vector<Tensor>& out, int runs) {
+  SCOPED_TRACE("after run " + std::to_string(runs) + " on the kept window acc");
+  for (int64_t r = 0; r < kWorld; ++r)
+    for (int64_t j = 0; j < kC; ++j) {
+      for (int64_t i = 0; i < 4; ++i) ASSERT_EQ(at(out[1], r, i, j), runs * at(in[0], r, i, j));
+      for (int64_t i = 0; i < 8; ++i) {
+        float sum = 0;
+        for (int64_t q = 0; q < kWorld; ++q) sum += at(in[2], q, i, j);
+        ASSERT_EQ(at(out[2], r, i, j), sum) << "s[" << r << "][" << i << "][" << j << "]";
+      }
+      for (int64_t q = 0; q < kWorld; ++q)
+        for (int64_t i = 0; i < 4; ++i) ASSERT_EQ(at(out[3], r, q * 4 + i, j), at(in[0], q, i, j));
+      for (int64_t i = 0; i < 2 * kWorld; ++i) {
+        float mx = at(in[4], 0, i, j);
+        for (int64_t q = 1; q < kWorld; ++q) mx = std::max(mx, at(in[4], q, i, j));
+        ASSERT_EQ(at(out[4], r, i, j), mx) << "m[" << r << "][" << i << "][" << j << "]";
+      }
+    }
+}
+
+// Inputs of round k: the golden inputs, s and m shifted by k (exact in f32).
+std::vector<Tensor> round_inputs(const DistributedCompiledProgram& program, int k) {
+  std::vector<Tensor> args = coord::prepare_arguments(program, {}).tensors;
+  for (size_t a : {size_t{2}, size_t{4}}) {
+    float* v = args[a].data_as<float>();
+    for (int64_t e = 0; e < args[a].numel(); ++e) v[e] = v[e] * (k + 1) + static_cast<float>(k);
+  }
+  return args;
+}
+
+std::vector<Tensor> copies(const std::vector<Tensor>& args) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : args) out.push_back(t.contiguous());
+  return out;
+}
+
+TEST(InPlaceTest, PersistentWindowsKeepDataAcrossRunsOfAPreparedWorker) {
+  const std::string tag = "in_place_worker";
+  testing_support::ScopedEnv env;
+  for (const std::string& entry : l3_env(tag)) {
+    const size_t eq = entry.find('=');
+    env.set(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  const DistributedCompiledProgram program =
+      DistributedCompiledProgram::from_dir(compiled("in_place_worker"));
+  DistributedWorkerOptions options;
+  options.mpirun.rank_binary = kRankBin;
+  std::unique_ptr<DistributedWorker> worker = DistributedWorker::prepare(program, options);
+
+  std::vector<Tensor> args = round_inputs(program, 0);
+  std::vector<Tensor> inputs = copies(args);
+  worker->run(program, args);  // windows reset first: as a fresh launch
+  expect_results(inputs, args, 1);
+
+  DistributedRunOptions keep;
+  keep.reset_windows = false;
+  for (int k = 1; k <= 2; ++k) {  // acc keeps its sums; the collectives need no reset
+    args = round_inputs(program, k);
+    inputs = copies(args);
+    worker->run(program, args, keep);
+    expect_results(inputs, args, k + 1);
+  }
+  // Two runs in flight: a rank may start the second while a peer is still in
+  // the first; the library's closing round keeps them apart.
+  std::vector<RunHandle> handles;
+  std::vector<std::vector<Tensor>> given;
+  for (int k = 3; k <= 4; ++k) {
+    given.push_back(round_inputs(program, k));
+    handles.push_back(worker->submit(program, copies(given.back()), keep));
+  }
+  for (size_t h = 0; h < handles.size(); ++h) {
+    handles[h].wait();
+    expect_results(given[h], handles[h].args(), static_cast<int>(h) + 4);
+  }
+  args = round_inputs(program, 5);
+  inputs = copies(args);
+  worker->run(program, args);  // reset again: acc starts from zero
+  expect_results(inputs, args, 1);
+  worker->close();
+  EXPECT_TRUE(survivors(tag).empty());
+}
+
+}  // namespace
+}  // namespace pypto::e2e
