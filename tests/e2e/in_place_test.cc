@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/distributed_worker.h"
@@ -144,6 +145,34 @@ TEST(InPlaceTest, PersistentWindowsKeepDataAcrossRunsOfAPreparedWorker) {
   inputs = copies(args);
   worker->run(program, args);  // reset again: acc starts from zero
   expect_results(inputs, args, 1);
+  // A resident tensor on an in-place argument: the library allreduce of s works in
+  // its window, and the result lands back in the resident part, run after run.
+  std::vector<Tensor> host = round_inputs(program, 0);
+  size_t si = 0;
+  while (program.params()[si].name != "s") ++si;
+  const Tensor s_in = host[si].contiguous();
+  ResidentTensor s = worker->alloc_stacked_tensor(
+      DType::kF32, Shape(s_in.shape().begin() + 1, s_in.shape().end()));
+  worker->copy_to(s, s_in);
+  std::vector<RunArgument> resident_args(host.begin(), host.end());
+  resident_args[si] = s;
+  const int64_t per_rank = s_in.numel() / kWorld;
+  std::vector<float> sum(static_cast<size_t>(per_rank), 0.0f);
+  for (int64_t r = 0; r < kWorld; ++r)
+    for (int64_t e = 0; e < per_rank; ++e) sum[e] += s_in.data_as<float>()[r * per_rank + e];
+  for (int run = 1; run <= 2; ++run) {
+    worker->run(program, resident_args);
+    Tensor s_out = Tensor::empty(DType::kF32, s_in.shape());
+    worker->copy_from(s, s_out);
+    for (int64_t r = 0; r < kWorld; ++r)
+      for (int64_t e = 0; e < per_rank; ++e)
+      {
+        const float want = sum[e] * (run == 1 ? 1.0f : static_cast<float>(kWorld));
+        ASSERT_NEAR(s_out.data_as<float>()[r * per_rank + e], want, 1e-5f * (1 + std::abs(want)))
+            << "run " << run << ", rank " << r << ", element " << e;
+      }
+  }
+
   worker->close();
   EXPECT_TRUE(survivors(tag).empty());
 }
