@@ -41,6 +41,11 @@ struct L3RunOutcome {
 L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out);
 
+// Lays out a run's per-dispatch DFX as run_l3_program does: removes the
+// dfx_outputs/rank*/d* of an earlier run, writes rank<r>/d<k>/ of `result`.
+void lay_out_dispatch_dfx(const fs::path& dfx_root, const DistributedRunResult& result,
+                          const PrepareReport& prepare);
+
 // "0,1,2,3": the device ids exec prints for an L3 build.
 std::string device_list(const std::vector<int64_t>& device_ids);
 
