@@ -84,7 +84,8 @@ std::string svg_picture(const std::vector<Bar>& bars, const std::map<int, std::s
     const double x = kLeft + (kWidth - kLeft - 10) * i / 4.0;
     svg << "<line class=\"axis\" x1=\"" << fixed(x, 1) << "\" y1=\"" << kTop - 4 << "\" x2=\""
         << fixed(x, 1) << "\" y2=\"" << height - 10 << "\" stroke-dasharray=\"2,3\"/>"
-        << "<text x=\"" << fixed(x, 1) << "\" y=\"" << kTop - 8 << "\" text-anchor=\"middle\">"
+        << "<text x=\"" << fixed(x, 1) << "\" y=\"" << kTop - 8 << "\" text-anchor=\""
+        << (i == 4 ? "end" : "middle") << "\">"
         << ms3(static_cast<double>(span_ns) * i / 4.0 / 1e6) << " ms</text>\n";
   }
   for (const auto& [rank, label] : labels)
@@ -101,6 +102,11 @@ std::string svg_picture(const std::vector<Bar>& bars, const std::map<int, std::s
   }
   svg << "</svg>\n";
   return svg.str();
+}
+
+// A count of report/run.json, or a dash where the run has none (an L2 run ships nothing).
+std::string count_cell(const Json& rank, const char* key) {
+  return rank.contains(key) ? std::to_string(rank[key].get<uint64_t>()) : "&mdash;";
 }
 
 }  // namespace
@@ -235,8 +241,8 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
          << "</td><td>" << ms3(wall) << "</td><td>"
          << (all_records ? ms3(static_cast<double>(kernel_ns) / 1e6) : "&mdash;") << "</td><td>"
          << (all_records ? std::to_string(tasks) : "&mdash;") << "</td><td>"
-         << r.value("bytes_shipped", uint64_t{0}) << "</td><td>" << r.value("cache_hits", uint64_t{0})
-         << "</td><td>" << r.value("compiles", uint64_t{0}) << "</td></tr>\n";
+         << count_cell(r, "bytes_shipped") << "</td><td>" << count_cell(r, "cache_hits")
+         << "</td><td>" << count_cell(r, "compiles") << "</td></tr>\n";
   }
   html << "</table>\n";
 

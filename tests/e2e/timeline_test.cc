@@ -166,6 +166,50 @@ TEST(TimelineE2ETest, AllreduceAtWorld8HasOneProcessPerRankAndTheRecordsSpans) {
   EXPECT_TRUE(survivors(tag).empty()) << "processes of the run were left behind";
 }
 
+// bench --json at world 2: the per-round statistics, a breakdown per rank and
+// dispatch whose slowest-rank counts add up to the rounds, and one traced round
+// after the timed ones (DFX off in those) whose timeline has both ranks.
+TEST(TimelineE2ETest, BenchJsonBreaksTheRoundsDownAndTracesOneExtraRound) {
+  const fs::path dir = copy_fixture("l3/allreduce_w2", "bench_allreduce_w2");
+  const std::string tag = "bench_w2";
+  const CoordResult r = coord({"bench", dir.string(), "--rounds", "4", "--warmup", "1", "--json",
+                               "--swimlane", "--log-level", "warn"},
+                              l3_env(tag));
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  const json j = json::parse(r.out);  // stdout is the JSON alone
+  EXPECT_EQ(j["rounds"], 4);
+  EXPECT_EQ(j["dfx_in_rounds"], false);
+  for (const char* key : {"min_ms", "median_ms", "mean_ms", "stdev_ms", "p90_ms", "max_ms"})
+    EXPECT_TRUE(j[key].is_number()) << key;
+  EXPECT_LE(j["min_ms"].get<double>(), j["median_ms"].get<double>());
+  EXPECT_LE(j["p90_ms"].get<double>(), j["max_ms"].get<double>());
+  ASSERT_EQ(j["per_rank"].size(), 2u);
+  int slowest = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& p = j["per_rank"][rank];
+    EXPECT_EQ(p["rank"], rank);
+    EXPECT_EQ(p["rounds"], 4);
+    slowest += p["slowest_rounds"].get<int>();
+    // A rank's dispatches are part of the round.
+    EXPECT_LE(p["max_ms"].get<double>(), j["max_ms"].get<double>());
+  }
+  EXPECT_EQ(slowest, 4);
+  ASSERT_EQ(j["per_dispatch"].size(), 2u);
+  EXPECT_EQ(j["per_dispatch"][1]["program"], "chip_orch");
+  const double share = j["slowest_rank_share_median"].get<double>();
+  EXPECT_GT(share, 0.0);
+  EXPECT_LE(share, 1.0);
+  // The traced round's records and timeline.
+  const fs::path timeline = j["traced_round"]["timeline"].get<std::string>();
+  EXPECT_EQ(timeline, dir / "dfx_outputs/timeline.json");
+  size_t processes = 0;
+  for (const json& e : read_json(timeline)["traceEvents"])
+    processes += e["ph"] == "M" && e["name"] == "process_name";
+  EXPECT_EQ(processes, 2u);
+  EXPECT_TRUE(fs::exists(dir / "dfx_outputs/rank1/d0/chip_swimlane_records.json"));
+  EXPECT_TRUE(survivors(tag).empty()) << "processes of the run were left behind";
+}
+
 TEST(TimelineE2ETest, TimelineOfADirectoryWithoutRecordsSaysToRunWithSwimlane) {
   const fs::path dir = copy_fixture("l3/allreduce_w2", "timeline_no_records");
   const CoordResult r = coord({"timeline", dir.string()});
