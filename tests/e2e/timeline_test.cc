@@ -203,7 +203,8 @@ TEST(TimelineE2ETest, BenchJsonBreaksTheRoundsDownAndTracesOneExtraRound) {
   const fs::path timeline = j["traced_round"]["timeline"].get<std::string>();
   EXPECT_EQ(timeline, dir / "dfx_outputs/timeline.json");
   size_t processes = 0;
-  for (const json& e : read_json(timeline)["traceEvents"])
+  const json trace = read_json(timeline);
+  for (const json& e : trace["traceEvents"])
     processes += e["ph"] == "M" && e["name"] == "process_name";
   EXPECT_EQ(processes, 2u);
   EXPECT_TRUE(fs::exists(dir / "dfx_outputs/rank1/d0/chip_swimlane_records.json"));
