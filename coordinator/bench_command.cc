@@ -4,9 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <map>
 #include <numeric>
+#include <sstream>
 
 #include "artifact/build_kind.h"
+#include "artifact/build_paths.h"
 #include "common/error.h"
 #include "common/json_reader.h"
 #include "common/log.h"
@@ -14,6 +17,7 @@
 #include "coordinator/l3_run.h"
 #include "coordinator/program_inputs.h"
 #include "coordinator/run_outputs.h"
+#include "coordinator/timeline.h"
 
 namespace pypto::coord {
 
@@ -40,11 +44,35 @@ struct ResidentReport {
   double download_ms = 0;
 };
 
+// What the extra traced round left: its time, where its records went.
+struct TracedRound {
+  double ms = 0;
+  std::string dfx_dir;
+  std::string timeline;  // empty without --swimlane, or when it could not be written
+};
+
+Json stats_json(const RoundStats& s) {
+  return {{"rounds", s.rounds}, {"min_ms", s.min},   {"median_ms", s.median}, {"mean_ms", s.mean},
+          {"stdev_ms", s.stdev}, {"p90_ms", s.p90}, {"max_ms", s.max}};
+}
+
+std::string stats_text(const RoundStats& s) {
+  return "min " + ms_text(s.min) + ", median " + ms_text(s.median) + ", mean " + ms_text(s.mean) +
+         ", stdev " + ms_text(s.stdev) + ", p90 " + ms_text(s.p90) + ", max " + ms_text(s.max);
+}
+
+std::string percent(double share) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(0) << share * 100 << "%";
+  return text.str();
+}
+
 // `graph` (L2): the task graph's own run time in the same rounds, so that what a
-// round costs on top of it is visible.
+// round costs on top of it is visible. `breakdown` (L3): per rank and dispatch.
 void print(const std::string& what, const RoundStats& s, double prepare_ms, bool json,
            std::ostream& out, const ResidentReport* resident = nullptr,
-           const RoundStats* graph = nullptr) {
+           const RoundStats* graph = nullptr, const BenchBreakdown* breakdown = nullptr,
+           const TracedRound* traced = nullptr, bool dfx_in_rounds = false) {
   if (json) {
     Json j;
     j["program"] = what;
@@ -60,17 +88,70 @@ void print(const std::string& what, const RoundStats& s, double prepare_ms, bool
     j["min_ms"] = s.min;
     j["median_ms"] = s.median;
     j["mean_ms"] = s.mean;
+    j["stdev_ms"] = s.stdev;
     j["p90_ms"] = s.p90;
     j["max_ms"] = s.max;
+    j["dfx_in_rounds"] = dfx_in_rounds;
+    if (breakdown) {
+      Json ranks = Json::array();
+      for (const RankBreakdown& r : breakdown->ranks) {
+        Json rank = stats_json(r.ms);
+        rank["rank"] = r.rank;
+        rank["slowest_rounds"] = r.slowest_rounds;
+        rank["slowest_share"] = s.rounds ? static_cast<double>(r.slowest_rounds) / s.rounds : 0.0;
+        ranks.push_back(rank);
+      }
+      j["per_rank"] = ranks;
+      Json dispatches = Json::array();
+      for (const DispatchBreakdown& d : breakdown->dispatches) {
+        Json dispatch = stats_json(d.ms);
+        dispatch["rank"] = d.rank;
+        dispatch["dispatch"] = d.index;
+        dispatch["program"] = d.program;
+        dispatches.push_back(dispatch);
+      }
+      j["per_dispatch"] = dispatches;
+      j["slowest_rank_share_median"] = breakdown->slowest_share_median;
+    }
+    if (traced) {
+      j["traced_round"] = {{"ms", traced->ms}, {"dfx_dir", traced->dfx_dir}};
+      if (!traced->timeline.empty()) j["traced_round"]["timeline"] = traced->timeline;
+    }
     out << j.dump(2) << "\n";
     return;
   }
   out << what << ": prepared in " << ms_text(prepare_ms) << "; " << s.rounds << " round(s): "
-      << "min " << ms_text(s.min) << ", median " << ms_text(s.median) << ", mean "
-      << ms_text(s.mean) << ", p90 " << ms_text(s.p90) << ", max " << ms_text(s.max) << "\n";
+      << stats_text(s) << (dfx_in_rounds ? " (DFX on in the rounds)" : "") << "\n";
   if (graph)
     out << "task graph alone (the chip runtime's run time): median " << ms_text(graph->median)
         << ", min " << ms_text(graph->min) << "\n";
+  if (breakdown) {
+    out << "per rank (its dispatches in each round):\n";
+    for (const RankBreakdown& r : breakdown->ranks)
+      out << "  rank " << r.rank << ": median " << ms_text(r.ms.median) << ", p90 "
+          << ms_text(r.ms.p90) << ", max " << ms_text(r.ms.max) << "; slowest in "
+          << r.slowest_rounds << " of " << s.rounds << " round(s)\n";
+    if (breakdown->dispatches.size() != breakdown->ranks.size()) {
+      out << "per dispatch:\n";
+      for (const DispatchBreakdown& d : breakdown->dispatches)
+        out << "  rank " << d.rank << " d" << d.index << " " << d.program << ": median "
+            << ms_text(d.ms.median) << ", p90 " << ms_text(d.ms.p90) << ", max "
+            << ms_text(d.ms.max) << "\n";
+    }
+    // The rank that bounded the rounds most often, and how much of a round it was.
+    const RankBreakdown* top = nullptr;
+    for (const RankBreakdown& r : breakdown->ranks)
+      if (!top || r.slowest_rounds > top->slowest_rounds) top = &r;
+    if (top)
+      out << "slowest rank: rank " << top->rank << " in " << top->slowest_rounds << " of "
+          << s.rounds << " round(s); the slowest rank's dispatches are a median "
+          << percent(breakdown->slowest_share_median) << " of the round\n";
+  }
+  if (traced) {
+    out << "traced round (DFX on, not in the statistics): " << ms_text(traced->ms) << "; dfx: "
+        << traced->dfx_dir << "\n";
+    if (!traced->timeline.empty()) out << "timeline: " << traced->timeline << "\n";
+  }
   if (!resident) return;
   auto list = [](const std::vector<std::string>& names) {
     std::string text;
@@ -123,6 +204,34 @@ void download_resident(DistributedWorker& worker, const DistributedCompiledProgr
   report.download_ms = ms_since(start);
 }
 
+// The timed rounds' configuration: every DFX switch off.
+void clear_dfx(RunConfig& config) {
+  config.enable_chip_swimlane = 0;
+  config.enable_dump_args = 0;
+  config.enable_pmu = 0;
+  config.enable_dep_gen = false;
+  config.enable_scope_stats = false;
+}
+
+RoundRecord round_record(double ms, const DistributedRunResult& result) {
+  RoundRecord record;
+  record.ms = ms;
+  for (const DispatchOutcome& d : result.dispatches)
+    record.dispatches.push_back(
+        {d.rank, d.index, d.program, static_cast<double>(d.end_unix_ns - d.start_unix_ns) / 1e6});
+  return record;
+}
+
+// The traced round's timeline.json, or "" (with a warning) when it cannot be written.
+std::string timeline_or_warn(const fs::path& dfx_root) {
+  try {
+    return write_timeline(dfx_root).string();
+  } catch (const std::exception& e) {
+    log::warn("could not write the traced round's timeline: {}", e.what());
+    return "";
+  }
+}
+
 }  // namespace
 
 void add_bench_args(CLI::App& cmd, BenchArgs& args) {
@@ -137,6 +246,9 @@ void add_bench_args(CLI::App& cmd, BenchArgs& args) {
   cmd.add_flag("--resident", args.resident,
                "L3: keep the parameters in the agents (resident tensors): upload once, run the "
                "rounds on resident data, download once");
+  cmd.add_flag("--dfx-in-rounds", args.dfx_in_rounds,
+               "keep the DFX switches on in the timed rounds (their cost is timed); by default "
+               "the rounds run without them and one extra round records them");
   cmd.add_flag("--keep-windows", args.keep_windows,
                "L3: do not zero the windows between rounds (they persist, as the kernels left "
                "them)");
@@ -155,7 +267,43 @@ RoundStats round_stats(std::vector<double> ms) {
   s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(n);
   // Nearest rank: the smallest value with at least 90% of the rounds at or below it.
   s.p90 = ms[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1];
+  if (n > 1) {
+    double squares = 0;
+    for (double v : ms) squares += (v - s.mean) * (v - s.mean);
+    s.stdev = std::sqrt(squares / static_cast<double>(n - 1));
+  }
   return s;
+}
+
+BenchBreakdown bench_breakdown(const std::vector<RoundRecord>& rounds) {
+  if (rounds.empty()) throw UsageError("no rounds to summarize");
+  std::map<int, std::vector<double>> rank_ms;
+  std::map<int, int> slowest;
+  std::map<std::pair<int, uint64_t>, std::pair<std::string, std::vector<double>>> dispatch_ms;
+  std::vector<double> shares;
+  for (const RoundRecord& round : rounds) {
+    std::map<int, double> per_rank;
+    for (const RoundDispatch& d : round.dispatches) {
+      per_rank[d.rank] += d.ms;
+      auto& entry = dispatch_ms[{d.rank, d.index}];
+      entry.first = d.program;
+      entry.second.push_back(d.ms);
+    }
+    if (per_rank.empty()) continue;
+    auto top = per_rank.begin();
+    for (auto it = per_rank.begin(); it != per_rank.end(); ++it) {
+      rank_ms[it->first].push_back(it->second);
+      if (it->second > top->second) top = it;
+    }
+    ++slowest[top->first];
+    if (round.ms > 0) shares.push_back(top->second / round.ms);
+  }
+  BenchBreakdown b;
+  for (const auto& [rank, ms] : rank_ms) b.ranks.push_back({rank, round_stats(ms), slowest[rank]});
+  for (const auto& [key, entry] : dispatch_ms)
+    b.dispatches.push_back({key.first, key.second, entry.first, round_stats(entry.second)});
+  if (!shares.empty()) b.slowest_share_median = round_stats(shares).median;
+  return b;
 }
 
 // The default info level logs a line per dispatch; in a timed loop that line is
@@ -193,18 +341,46 @@ int run_bench(const BenchArgs& args, std::ostream& out) {
     std::vector<RunArgument> run_args =
         args.resident ? bind_resident(*worker, program, host_args, report)
                       : std::vector<RunArgument>(host_args.begin(), host_args.end());
+    // The timed rounds run without DFX unless asked: its records cost time per task.
+    const bool dfx = options.config.any_dfx_enabled();
+    DistributedRunOptions timed = options;
+    if (!args.dfx_in_rounds) clear_dfx(timed.config);
+    std::vector<RoundRecord> records;
+    records.reserve(static_cast<size_t>(args.rounds));
+    DistributedRunResult last;
     std::optional<QuietRounds> quiet(std::in_place);
-    for (int i = 0; i < args.warmup; ++i) worker->run(program, run_args, options);
+    for (int i = 0; i < args.warmup; ++i) worker->run(program, run_args, timed);
     for (int i = 0; i < args.rounds; ++i) {
       const auto round = Clock::now();
-      worker->run(program, run_args, options);
+      last = worker->run(program, run_args, timed);
       rounds.push_back(ms_since(round));
+      records.push_back(round_record(rounds.back(), last));
+    }
+    std::optional<TracedRound> traced;
+    if (dfx) {
+      traced.emplace();
+      if (!args.dfx_in_rounds) {
+        const auto round = Clock::now();
+        last = worker->run(program, run_args, options);
+        traced->ms = ms_since(round);
+      } else {
+        traced->ms = rounds.back();
+      }
     }
     quiet.reset();
     if (args.resident) download_resident(*worker, program, run_args, host_args, report);
+    const PrepareReport prepare = worker->prepare_report();
     worker->close();
+    if (traced) {
+      const fs::path dfx_root = program.dir() / kDfxOutputsDir;
+      lay_out_dispatch_dfx(dfx_root, last, prepare);
+      traced->dfx_dir = dfx_root.string() + "/rank<r>/d<k>/";
+      if (options.config.enable_chip_swimlane > 0) traced->timeline = timeline_or_warn(dfx_root);
+    }
+    const BenchBreakdown breakdown = bench_breakdown(records);
     print(program.name() + " (L3, " + std::to_string(program.world_size()) + " ranks)",
-          round_stats(rounds), prepare_ms, args.json, out, args.resident ? &report : nullptr);
+          round_stats(rounds), prepare_ms, args.json, out, args.resident ? &report : nullptr,
+          nullptr, &breakdown, traced ? &*traced : nullptr, dfx && args.dfx_in_rounds);
     return 0;
   }
 
@@ -213,7 +389,11 @@ int run_bench(const BenchArgs& args, std::ostream& out) {
                      " is a single-chip (L2) build, whose tensors are in this process already");
   const CompiledProgram program = load_l2_program(args.dir, args.dispatch.platform, "bench");
   std::vector<Tensor> tensors = prepare_arguments(program, inputs).tensors;
-  ChipWorker worker(settings.config_for(program.platform()), settings.cores);
+  const RunConfig config = settings.config_for(program.platform());
+  const bool dfx = config.any_dfx_enabled();
+  RunConfig timed = config;
+  if (!args.dfx_in_rounds) clear_dfx(timed);
+  ChipWorker worker(timed, settings.cores);
   const auto start = Clock::now();
   worker.prepare(program, settings.context());  // assembles and loads once
   const double prepare_ms = ms_since(start);
@@ -221,16 +401,35 @@ int run_bench(const BenchArgs& args, std::ostream& out) {
   for (int i = 0; i < args.warmup; ++i) worker.run(program, tensors, settings.context());
   std::vector<double> graph;  // the chip runtime's own time for the task graph
   graph.reserve(static_cast<size_t>(args.rounds));
+  ChipRunResult last;
   for (int i = 0; i < args.rounds; ++i) {
     const auto round = Clock::now();
-    const ChipRunResult result = worker.run(program, tensors, settings.context());
+    last = worker.run(program, tensors, settings.context());
     rounds.push_back(ms_since(round));
-    graph.push_back(result.run_ms);
+    graph.push_back(last.run_ms);
+  }
+  std::optional<TracedRound> traced;
+  if (dfx) {
+    traced.emplace();
+    if (!args.dfx_in_rounds) {
+      // A worker of its own: the DFX switches are part of a ChipWorker's configuration.
+      ChipWorker traced_worker(config, settings.cores);
+      traced_worker.prepare(program, settings.context());
+      const auto round = Clock::now();
+      last = traced_worker.run(program, tensors, settings.context());
+      traced->ms = ms_since(round);
+    } else {
+      traced->ms = rounds.back();
+    }
+    if (last.dfx_dir) {
+      traced->dfx_dir = last.dfx_dir->string();
+      if (config.enable_chip_swimlane > 0) traced->timeline = timeline_or_warn(*last.dfx_dir);
+    }
   }
   quiet.reset();
   const RoundStats graph_stats = round_stats(graph);
   print(program.name() + " (L2)", round_stats(rounds), prepare_ms, args.json, out, nullptr,
-        &graph_stats);
+        &graph_stats, nullptr, traced ? &*traced : nullptr, dfx && args.dfx_in_rounds);
   return 0;
 }
 

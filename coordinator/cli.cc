@@ -16,6 +16,7 @@
 #include "coordinator/interrupt.h"
 #include "coordinator/replay_command.h"
 #include "coordinator/run_command.h"
+#include "coordinator/timeline_command.h"
 
 namespace pypto::coord {
 
@@ -73,6 +74,12 @@ int pypto_coord_main(int argc, char** argv) {
   add_bench_args(*bench_cmd, bench);
   add_log_level(*bench_cmd, global);
 
+  TimelineArgs timeline;
+  CLI::App* timeline_cmd = app.add_subcommand(
+      "timeline", "Rebuild dfx_outputs/timeline.json (Perfetto) from a run's --swimlane records");
+  add_timeline_args(*timeline_cmd, timeline);
+  add_log_level(*timeline_cmd, global);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -91,6 +98,7 @@ int pypto_coord_main(int argc, char** argv) {
     if (*replay_cmd) return run_replay(replay, std::cout);
     if (*exec_cmd) return run_exec(exec, global.log_level, std::cout, std::cerr);
     if (*bench_cmd) return run_bench(bench, std::cout);
+    if (*timeline_cmd) return run_timeline(timeline, std::cout);
   } catch (const InterruptedError& e) {
     std::cerr << "pypto-coord: error: " << e.what() << "\n";
     return InterruptScope::exit_code(InterruptScope::signal_received());

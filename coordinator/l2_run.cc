@@ -5,6 +5,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "coordinator/run_outputs.h"
+#include "coordinator/run_report.h"
+#include "coordinator/timeline.h"
 
 namespace pypto::coord {
 
@@ -17,6 +19,32 @@ CompiledProgram load_l2_program(const fs::path& dir, const std::optional<std::st
   require_executable_here(parse_platform(program.platform()));
   return program;
 }
+
+namespace {
+
+// report/run.html of an L2 run: one rank, one dispatch (an L2 run writes no run.json).
+void write_l2_report_html(const CompiledProgram& program, const L2RunOutcome& outcome,
+                          const std::string& result, const std::string& error) {
+  Json report;
+  report["program"] = program.name();
+  report["world"] = 1;
+  report["platform"] = program.platform();
+  report["result"] = result;
+  if (!error.empty()) report["error"] = error;
+  report["run_ms"] = outcome.result.run_ms;
+  Json rank = {{"rank", 0}, {"host", local_host_name()}, {"dispatches", Json::array()}};
+  if (outcome.result.run_ms > 0)  // the dispatch completed
+    rank["dispatches"].push_back({{"dispatch", 0},
+                                    {"program", program.name()},
+                                    {"ms", outcome.result.assemble_ms + outcome.result.run_ms},
+                                    {"timings",
+                                     {{"assemble_ms", outcome.result.assemble_ms},
+                                      {"run_ms", outcome.result.run_ms}}}});
+  report["ranks"] = Json::array({rank});
+  write_run_html(program.dir(), report, outcome.result.dfx_dir.has_value());
+}
+
+}  // namespace
 
 L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out) {
@@ -31,17 +59,35 @@ L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& re
                direction_name(program.params()[i].direction), args.sources[i]);
 
   ChipWorker worker(settings.config_for(program.platform()), settings.cores);
-  outcome.result = worker.run(program, args.tensors, settings.context());
+  try {
+    outcome.result = worker.run(program, args.tensors, settings.context());
+  } catch (const std::exception& e) {
+    write_l2_report_html(program, outcome, exit_code_of(e) != ExitCode::kFail ? "INFRA" : "FAIL",
+                         e.what());
+    throw;
+  }
 
   out << program.name() << " (L2, " << program.platform() << "): "
       << outcome.result.record.num_tasks << " task(s) in " << ms_text(outcome.result.run_ms)
       << ", assembly " << ms_text(outcome.result.assemble_ms) << "\n";
   outcome.outputs_written =
       write_output_files(outcome.output_dir, program.params(), args.tensors, out);
-  if (outcome.result.dfx_dir) out << "dfx: " << outcome.result.dfx_dir->string() << "\n";
+  if (outcome.result.dfx_dir) {
+    out << "dfx: " << outcome.result.dfx_dir->string() << "\n";
+    if (settings.config.enable_chip_swimlane > 0)
+      write_run_timeline(*outcome.result.dfx_dir, out);
+    else
+      remove_timeline(*outcome.result.dfx_dir);
+  }
 
-  if (request.validate)
-    outcome.validation = validate_and_report(program, args.tensors, outcome.output_dir, out);
+  try {
+    if (request.validate)
+      outcome.validation = validate_and_report(program, args.tensors, outcome.output_dir, out);
+  } catch (const std::exception& e) {
+    write_l2_report_html(program, outcome, "FAIL", e.what());
+    throw;
+  }
+  write_l2_report_html(program, outcome, request.validate ? "PASS" : "OK", "");
   return outcome;
 }
 

@@ -12,6 +12,8 @@
 #include "common/log.h"
 #include "common/rank_list.h"
 #include "coordinator/run_outputs.h"
+#include "coordinator/run_report.h"
+#include "coordinator/timeline.h"
 
 namespace pypto::coord {
 
@@ -139,6 +141,7 @@ void write_report(const DistributedCompiledProgram& program, const L3RunOutcome&
   } catch (const std::exception& e) {
     log::warn("could not write the run report: {}", e.what());
   }
+  write_run_html(program.dir(), report, true);
 }
 
 // "; rank 3 wrote that element (program 'chip_orch')" for an L3 output: the
@@ -182,6 +185,13 @@ DistributedCompiledProgram load_l3_program(const fs::path& dir,
   return program;
 }
 
+void lay_out_dispatch_dfx(const fs::path& dfx_root, const DistributedRunResult& result,
+                          const PrepareReport& prepare) {
+  remove_stale_dispatch_dirs(dfx_root);
+  remove_timeline(dfx_root);
+  write_dispatch_dirs(dfx_root, result, prepare);
+}
+
 std::string device_list(const std::vector<int64_t>& device_ids) {
   std::string text;
   for (size_t i = 0; i < device_ids.size(); ++i)
@@ -191,9 +201,7 @@ std::string device_list(const std::vector<int64_t>& device_ids) {
 
 void write_dfx_outputs(const DistributedCompiledProgram& program,
                        const DistributedRunResult& result, const PrepareReport& prepare) {
-  const fs::path dfx_root = program.dir() / kDfxOutputsDir;
-  remove_stale_dispatch_dirs(dfx_root);
-  write_dispatch_dirs(dfx_root, result, prepare);
+  lay_out_dispatch_dfx(program.dir() / kDfxOutputsDir, result, prepare);
 }
 
 L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const RunRequest& request,
@@ -205,6 +213,7 @@ L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const Run
   outcome.output_dir = start.output_dir;
   const fs::path dfx_root = program.dir() / kDfxOutputsDir;
   remove_stale_dispatch_dirs(dfx_root);
+  remove_timeline(dfx_root);
 
   DistributedRunOptions run_options;
   run_options.config = settings.config_for(program.platform());
@@ -245,6 +254,7 @@ L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const Run
   outcome.outputs_written =
       write_output_files(outcome.output_dir, program.params(), args.tensors, out);
   out << "dfx: " << dfx_root.string() << "/rank<r>/d<k>/\n";
+  if (run_options.config.enable_chip_swimlane > 0) write_run_timeline(dfx_root, out);
 
   try {
     if (request.validate)

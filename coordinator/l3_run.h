@@ -41,10 +41,13 @@ struct L3RunOutcome {
 L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const RunRequest& request,
                             const DispatchSettings& settings, std::ostream& out);
 
-// dfx_outputs/rank<r>/d<k>/ of one completed run of `program` (what run_l3_program
-// writes): the rank<r>/d<k>/ directories of an earlier run are removed first, then
-// each dispatch's DFX files and dispatch_program.json are written. For embedders
-// that run a DistributedWorker themselves (the Python package).
+// Lays out a run's per-dispatch DFX as run_l3_program does: removes the
+// dfx_outputs/rank*/d* (and timeline.json) of an earlier run, writes rank<r>/d<k>/
+// of `result` with each dispatch's DFX files and dispatch_program.json.
+void lay_out_dispatch_dfx(const fs::path& dfx_root, const DistributedRunResult& result,
+                          const PrepareReport& prepare);
+// The same in `program`'s own dfx_outputs/, for embedders that run a
+// DistributedWorker themselves (the Python package).
 void write_dfx_outputs(const DistributedCompiledProgram& program,
                        const DistributedRunResult& result, const PrepareReport& prepare);
 

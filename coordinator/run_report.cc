@@ -1,0 +1,296 @@
+#include "coordinator/run_report.h"
+
+#include <algorithm>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "artifact/build_paths.h"
+#include "common/fs_util.h"
+#include "common/log.h"
+
+namespace pypto::coord {
+
+namespace {
+
+std::string escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+std::string ms3(double ms) { return fixed(ms, 3); }
+
+// A colour per kernel name, stable across pages.
+std::string kernel_colour(const std::string& kernel) {
+  static const char* palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2",
+                                  "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  return palette[std::hash<std::string>{}(kernel) % (sizeof(palette) / sizeof(palette[0]))];
+}
+
+const char* kStyle = R"(body{font-family:sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.5em}
+.outcome{font-weight:bold;padding:0.1em 0.5em;border-radius:3px}
+.PASS,.OK{background:#d4edda}.FAIL,.INFRA{background:#f8d7da}
+pre{background:#f6f6f6;padding:0.6em;white-space:pre-wrap}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:0.2em 0.6em;text-align:right}
+th{background:#eee}td.l,th.l{text-align:left}
+svg text{font-size:11px;font-family:sans-serif}
+.dispatch{fill:#9db4cc;stroke:#3b5b7d}.axis{stroke:#888}
+)";
+
+// One bar of the picture, on the time line of the page (ns since its origin).
+struct Bar {
+  int rank;
+  int lane;  // 0: the dispatches; 1 + i: the rank's i-th core
+  int64_t start, end;
+  std::string cls, colour, title;
+};
+
+std::string svg_picture(const std::vector<Bar>& bars, const std::map<int, std::string>& labels,
+                        const std::map<int, int>& lanes, int64_t span_ns) {
+  constexpr int kLeft = 150, kWidth = 1000, kDispatchLane = 14, kCoreLane = 7, kGap = 8, kTop = 20;
+  std::map<int, int> row_y;
+  int y = kTop;
+  for (const auto& [rank, n] : lanes) {
+    row_y[rank] = y;
+    y += kDispatchLane + n * kCoreLane + kGap;
+  }
+  const int height = y + 10;
+  const double scale = span_ns > 0 ? static_cast<double>(kWidth - kLeft - 10) / span_ns : 0;
+  std::ostringstream svg;
+  svg << "<svg id=\"timeline\" width=\"" << kWidth << "\" height=\"" << height
+      << "\" viewBox=\"0 0 " << kWidth << " " << height << "\" role=\"img\">\n";
+  // Axis: five ticks in milliseconds.
+  for (int i = 0; i <= 4; ++i) {
+    const double x = kLeft + (kWidth - kLeft - 10) * i / 4.0;
+    svg << "<line class=\"axis\" x1=\"" << fixed(x, 1) << "\" y1=\"" << kTop - 4 << "\" x2=\""
+        << fixed(x, 1) << "\" y2=\"" << height - 10 << "\" stroke-dasharray=\"2,3\"/>"
+        << "<text x=\"" << fixed(x, 1) << "\" y=\"" << kTop - 8 << "\" text-anchor=\""
+        << (i == 4 ? "end" : "middle") << "\">"
+        << ms3(static_cast<double>(span_ns) * i / 4.0 / 1e6) << " ms</text>\n";
+  }
+  for (const auto& [rank, label] : labels)
+    svg << "<text x=\"4\" y=\"" << row_y[rank] + 11 << "\">" << escape(label) << "</text>\n";
+  for (const Bar& b : bars) {
+    const int top = row_y[b.rank] + (b.lane == 0 ? 0 : kDispatchLane + (b.lane - 1) * kCoreLane);
+    const int h = b.lane == 0 ? kDispatchLane - 2 : kCoreLane - 1;
+    const double x = kLeft + static_cast<double>(b.start) * scale;
+    const double w = std::max(static_cast<double>(b.end - b.start) * scale, 0.5);
+    svg << "<rect class=\"" << b.cls << "\" x=\"" << fixed(x, 2) << "\" y=\"" << top
+        << "\" width=\"" << fixed(w, 2) << "\" height=\"" << h << "\"";
+    if (!b.colour.empty()) svg << " fill=\"" << b.colour << "\"";
+    svg << "><title>" << escape(b.title) << "</title></rect>\n";
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+// A count of report/run.json, or a dash where the run has none (an L2 run ships nothing).
+std::string count_cell(const Json& rank, const char* key) {
+  return rank.contains(key) ? std::to_string(rank[key].get<uint64_t>()) : "&mdash;";
+}
+
+}  // namespace
+
+std::string run_report_html(const Json& report, const RunTimeline* timeline) {
+  const std::string program = report.value("program", std::string("?"));
+  const std::string result = report.value("result", std::string("?"));
+  const Json ranks = report.value("ranks", Json::array());
+
+  // Per-dispatch records of the timeline, by (rank, k).
+  std::map<std::pair<int, int64_t>, const TimelineDispatch*> records;
+  if (timeline)
+    for (const TimelineDispatch& d : timeline->dispatches)
+      if (d.level > 0) records[{d.rank, d.index}] = &d;
+
+  // The picture: the timeline's coordinator clock when there are records, else
+  // the dispatches' CLOCK_REALTIME spans from the report.
+  std::vector<Bar> bars;
+  std::map<int, std::string> labels;
+  std::map<int, int> lanes;
+  int64_t span_ns = 0;
+  if (!records.empty()) {
+    const int64_t origin = timeline->origin_ns();
+    std::map<int, std::map<int64_t, int>> core_lane;
+    for (const auto& [key, d] : records) {
+      labels[d->rank] = "rank " + std::to_string(d->rank) + " (" + d->host + ")";
+      for (const auto& [id, type] : d->cores) core_lane[d->rank].emplace(id, 0);
+    }
+    for (auto& [rank, cores] : core_lane) {
+      int lane = 1;
+      for (auto& [id, l] : cores) l = lane++;
+      lanes[rank] = static_cast<int>(cores.size());
+    }
+    for (const auto& [key, d] : records) {
+      lanes.emplace(d->rank, 0);
+      bars.push_back({d->rank, 0, d->begin_ns - origin, d->end_ns - origin, "dispatch", "",
+                      d->label() + ": " + ms3(static_cast<double>(d->end_ns - d->begin_ns) / 1e6) +
+                          " ms, " + std::to_string(d->num_tasks) + " task(s)"});
+      span_ns = std::max(span_ns, d->end_ns - origin);
+      for (const TimelineTask& t : d->tasks) {
+        if (t.core_id < 0) continue;
+        bars.push_back({d->rank, core_lane[d->rank][t.core_id], t.start_ns - origin,
+                        t.end_ns - origin, "task", kernel_colour(t.kernel),
+                        t.kernel + " (task " + std::to_string(t.task_id) + ", func " +
+                            std::to_string(t.func_id) + ", " + t.core_type + " core " +
+                            std::to_string(t.core_id) + "): " +
+                            ms3(static_cast<double>(t.end_ns - t.start_ns) / 1e6) + " ms"});
+        span_ns = std::max(span_ns, t.end_ns - origin);
+      }
+    }
+  } else {
+    int64_t origin = std::numeric_limits<int64_t>::max();
+    for (const Json& r : ranks)
+      for (const Json& d : r.value("dispatches", Json::array()))
+        if (d.contains("start_unix_ns")) origin = std::min(origin, d["start_unix_ns"].get<int64_t>());
+    for (const Json& r : ranks) {
+      const int rank = r.value("rank", 0);
+      labels[rank] = "rank " + std::to_string(rank) + " (" + r.value("host", std::string("?")) + ")";
+      lanes[rank] = 0;
+      for (const Json& d : r.value("dispatches", Json::array())) {
+        if (!d.contains("start_unix_ns")) continue;
+        const int64_t start = d["start_unix_ns"].get<int64_t>() - origin;
+        const int64_t end = d["end_unix_ns"].get<int64_t>() - origin;
+        bars.push_back({rank, 0, start, end, "dispatch", "",
+                        "d" + std::to_string(d.value("dispatch", 0)) + " " +
+                            d.value("program", std::string("?")) + ": " + ms3(d.value("ms", 0.0)) +
+                            " ms"});
+        span_ns = std::max(span_ns, end);
+      }
+    }
+  }
+
+  std::ostringstream html;
+  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>"
+       << escape(program) << ": " << escape(result) << "</title>\n<style>" << kStyle
+       << "</style>\n</head>\n<body>\n";
+  html << "<h1>" << escape(program) << " <span id=\"outcome\" class=\"outcome " << escape(result)
+       << "\">" << escape(result) << "</span></h1>\n";
+  html << "<p id=\"summary\">" << report.value("world", 1) << " rank(s) on "
+       << escape(report.value("platform", std::string("?"))) << "; run "
+       << ms3(report.value("run_ms", 0.0)) << " ms";
+  if (report.contains("launch_ms")) html << ", agents up in " << ms3(report["launch_ms"].get<double>()) << " ms";
+  if (report.contains("prepare_ms"))
+    html << ", prepared in " << ms3(report["prepare_ms"].get<double>()) << " ms";
+  if (report.contains("bytes_shipped"))
+    html << ", " << report["bytes_shipped"].get<uint64_t>() << " bytes shipped";
+  html << "</p>\n";
+  if (report.contains("error"))
+    html << "<pre id=\"error\">" << escape(report["error"].get<std::string>()) << "</pre>\n";
+
+  html << "<h2>Timeline</h2>\n";
+  if (bars.empty()) {
+    html << "<p>No dispatch completed: nothing to draw.</p>\n";
+  } else {
+    html << "<p>" << (records.empty()
+                          ? "Dispatches on each host's CLOCK_REALTIME (run with --swimlane for "
+                            "task bars on one clock)."
+                          : "Dispatches (upper bar) and tasks per core on the coordinator's "
+                            "clock; hover a bar for its numbers.")
+         << "</p>\n";
+    html << svg_picture(bars, labels, lanes, span_ns);
+  }
+
+  auto kernel_cell = [](const TimelineDispatch* d) {
+    return d ? ms3(static_cast<double>(d->kernel_ns()) / 1e6) : std::string("&mdash;");
+  };
+  auto tasks_cell = [](const TimelineDispatch* d) {
+    return d ? std::to_string(d->num_tasks) : std::string("&mdash;");
+  };
+
+  html << "<h2>Ranks</h2>\n<table id=\"ranks\">\n<tr><th>rank</th><th class=\"l\">host</th>"
+          "<th>dispatches</th><th>wall (ms)</th><th>kernel time (ms)</th><th>tasks</th>"
+          "<th>bytes shipped</th><th>cache hits</th><th>compiles</th></tr>\n";
+  for (const Json& r : ranks) {
+    const int rank = r.value("rank", 0);
+    const Json dispatches = r.value("dispatches", Json::array());
+    double wall = 0;
+    int64_t kernel_ns = 0, tasks = 0;
+    bool all_records = !dispatches.empty();
+    for (const Json& d : dispatches) {
+      wall += d.value("ms", 0.0);
+      auto it = records.find({rank, d.value("dispatch", int64_t{0})});
+      if (it == records.end()) {
+        all_records = false;
+        continue;
+      }
+      kernel_ns += it->second->kernel_ns();
+      tasks += it->second->num_tasks;
+    }
+    html << "<tr id=\"rank-" << rank << "\"><td>" << rank << "</td><td class=\"l\">"
+         << escape(r.value("host", std::string("?"))) << "</td><td>" << dispatches.size()
+         << "</td><td>" << ms3(wall) << "</td><td>"
+         << (all_records ? ms3(static_cast<double>(kernel_ns) / 1e6) : "&mdash;") << "</td><td>"
+         << (all_records ? std::to_string(tasks) : "&mdash;") << "</td><td>"
+         << count_cell(r, "bytes_shipped") << "</td><td>" << count_cell(r, "cache_hits")
+         << "</td><td>" << count_cell(r, "compiles") << "</td></tr>\n";
+  }
+  html << "</table>\n";
+
+  html << "<h2>Dispatches</h2>\n<table id=\"dispatches\">\n<tr><th>rank</th><th>dispatch</th>"
+          "<th class=\"l\">program</th><th>wall (ms)</th><th class=\"l\">phases (ms)</th>"
+          "<th>kernel time (ms)</th><th>tasks</th></tr>\n";
+  for (const Json& r : ranks) {
+    const int rank = r.value("rank", 0);
+    for (const Json& d : r.value("dispatches", Json::array())) {
+      const int64_t k = d.value("dispatch", int64_t{0});
+      auto it = records.find({rank, k});
+      const TimelineDispatch* rec = it == records.end() ? nullptr : it->second;
+      std::string phases;
+      const Json timings = d.value("timings", Json::object());
+      for (auto it = timings.begin(); it != timings.end(); ++it)
+        if (it.value().is_number())
+          phases += (phases.empty() ? "" : ", ") + it.key() + " " + ms3(it.value().get<double>());
+      html << "<tr id=\"rank-" << rank << "-d" << k << "\"><td>" << rank << "</td><td>d" << k
+           << "</td><td class=\"l\">" << escape(d.value("program", std::string("?")))
+           << "</td><td>" << ms3(d.value("ms", 0.0)) << "</td><td class=\"l\">" << escape(phases)
+           << "</td><td>" << kernel_cell(rec) << "</td><td>" << tasks_cell(rec) << "</td></tr>\n";
+    }
+  }
+  html << "</table>\n";
+  if (!records.empty())
+    html << "<p>The full timeline, with dependency arrows and counters: "
+            "<code>dfx_outputs/timeline.json</code> (open it in Perfetto or chrome://tracing; "
+            "docs/dfx.md).</p>\n";
+  html << "</body>\n</html>\n";
+  return html.str();
+}
+
+void write_run_html(const fs::path& build_dir, const Json& report, bool dfx_current) {
+  try {
+    std::optional<RunTimeline> timeline;
+    const fs::path dfx_root = build_dir / kDfxOutputsDir;
+    if (dfx_current && fs::is_directory(dfx_root)) {
+      try {
+        timeline = read_run_timeline(dfx_root);
+      } catch (const std::exception& e) {
+        log::debug("run report without DFX records: {}", e.what());
+      }
+    }
+    write_file_atomic(build_dir / kReportDir / "run.html",
+                      run_report_html(report, timeline ? &*timeline : nullptr));
+  } catch (const std::exception& e) {
+    log::warn("could not write the HTML run report: {}", e.what());
+  }
+}
+
+}  // namespace pypto::coord
