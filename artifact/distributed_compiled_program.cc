@@ -110,6 +110,20 @@ void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const Ho
                            "window, Scalar binds scalar)");
       if (arg.kind == HostArgKind::kHost)
         check_host_arg(dir, field, arg, slot, meta.params, plan);
+      if (arg.kind == HostArgKind::kScalar && !arg.param.empty() &&
+          !find_scalar(meta.scalars, arg.param)) {
+        std::string names;
+        for (const ScalarParam& sp : meta.scalars) names += (names.empty() ? "" : ", ") + sp.name;
+        fail_host_orch(dir, field + ".param",
+                       "names '" + arg.param + "', which is not a scalar parameter of " +
+                           sidecar_display(dir, kDistributedMetaFile) + " (scalars: " +
+                           (names.empty() ? std::string("none") : names) + ")");
+      }
+      if (arg.kind == HostArgKind::kScalar && !arg.param.empty() &&
+          find_scalar(meta.scalars, arg.param)->value.is_float() && !is_floating_dtype(arg.dtype))
+        fail_host_orch(dir, field + ".dtype",
+                       "is " + std::string(dtype_name(arg.dtype)) + " but scalar parameter '" +
+                           arg.param + "' is a float; an integer argument takes integers only");
     }
   }
 }

@@ -438,6 +438,7 @@ RunHandle DistributedWorker::submit(const DistributedCompiledProgram& program,
   const Build& build = build_of(program);
   // Same checks as a single chip: one tensor per parameter, declared dtype and shape.
   check_arguments(program.params(), host_args);
+  scalar_values(program.scalars(), options.scalars);  // a bad --scalar fails before any dispatch
   while (impl_->in_flight.size() >= static_cast<size_t>(kMaxInFlight))
     pump_until_done(*impl_->in_flight.front());
 
@@ -545,7 +546,9 @@ void DistributedWorker::feed(int rank) {
       }
       case HostArgKind::kScalar:
         wire_arg.kind = wire::DispatchArg::kScalar;
-        wire_arg.scalar = arg.value;
+        wire_arg.scalar =
+            arg.scalar_bits(run.program->scalars(),
+                            scalar_values(run.program->scalars(), run.options.scalars));
         break;
     }
     message.args.push_back(std::move(wire_arg));

@@ -31,7 +31,10 @@ L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& re
                direction_name(program.params()[i].direction), args.sources[i]);
 
   ChipWorker worker(settings.config_for(program.platform()), settings.cores);
-  outcome.result = worker.run(program, args.tensors, settings.context());
+  DispatchContext context = settings.context();
+  for (const ScalarValue& v : start.scalars) context.scalars.push_back(v.abi_bits());
+  out << scalars_line(program, start.scalars);
+  outcome.result = worker.run(program, args.tensors, context);
 
   out << program.name() << " (L2, " << program.platform() << "): "
       << outcome.result.record.num_tasks << " task(s) in " << ms_text(outcome.result.run_ms)
@@ -41,7 +44,8 @@ L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& re
   if (outcome.result.dfx_dir) out << "dfx: " << outcome.result.dfx_dir->string() << "\n";
 
   if (request.validate)
-    outcome.validation = validate_and_report(program, args.tensors, outcome.output_dir, out);
+    outcome.validation = validate_and_report(program, args.tensors, outcome.output_dir, out, {},
+                                             request.expected);
   return outcome;
 }
 
