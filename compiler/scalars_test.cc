@@ -142,7 +142,7 @@ chip main(x: in f32[1, 16], y: out f32[1, 16], a: f32, n: i32) {
   std::ifstream orch(dir / "orchestration/main.cpp");
   std::stringstream text;
   text << orch.rdbuf();
-  EXPECT_NE(text.str().find("bits_of_f32((((v_t / static_cast<double>(4))) + 0.5))"),
+  EXPECT_NE(text.str().find("bits_of_f32(((v_t / static_cast<double>(4)) + 0.5))"),
             std::string::npos)
       << text.str();
 }
