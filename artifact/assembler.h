@@ -1,6 +1,6 @@
 // Assembly: kernel and orchestration C++ sources of a build directory ->
 // shared objects, through the binary cache. Internal to the artifact layer
-// (DESIGN §1): no command exposes it on its own; run, replay and the rank
+// (docs/architecture.md): no command exposes it on its own; run, replay and the rank
 // agents reach it through the artifact layer.
 #pragma once
 

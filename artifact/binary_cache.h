@@ -1,5 +1,5 @@
 // The binary cache: kernel and orchestration sources compiled by the host C++
-// compiler into shared objects stored under a content-hash key (DESIGN §5).
+// compiler into shared objects stored under a content-hash key (docs/cache-and-replay.md).
 // Internal to the artifact layer; commands reach it through replay/run, and
 // pypto-coord inspect through cache_state().
 //

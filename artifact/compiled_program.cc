@@ -75,11 +75,21 @@ CompiledProgram CompiledProgram::from_dir(const fs::path& dir,
             "names '" + p.meta_.program + "', which is not an orchestration of " +
                 sidecar_display(dir, kKernelConfigFile) +
                 " (it has: " + p.config_.orchestration_names() + ")");
-  // The orchestration receives the program's tensor parameters in order.
+  // The orchestration receives the program's tensor parameters in order, and
+  // its scalar parameters (kernel ABI: tensors and scalars are separate arrays).
   size_t index = static_cast<size_t>(orch - p.config_.orchestrations.data());
-  bool match = orch->signature.size() == p.meta_.params.size();
-  for (size_t i = 0; match && i < orch->signature.size(); ++i) {
-    const ArgKind k = orch->signature[i];
+  std::vector<ArgKind> tensor_kinds;
+  size_t scalar_count = 0;
+  for (ArgKind k : orch->signature) {
+    if (k == ArgKind::kScalar)
+      ++scalar_count;
+    else
+      tensor_kinds.push_back(k);
+  }
+  bool match = tensor_kinds.size() == p.meta_.params.size() &&
+               scalar_count == p.meta_.scalars.size();
+  for (size_t i = 0; match && i < tensor_kinds.size(); ++i) {
+    const ArgKind k = tensor_kinds[i];
     const Direction d = p.meta_.params[i].direction;
     match = (k == ArgKind::kIn && d == Direction::kIn) ||
             (k == ArgKind::kOut && d == Direction::kOut) ||
@@ -89,6 +99,8 @@ CompiledProgram CompiledProgram::from_dir(const fs::path& dir,
     std::string dirs = "[";
     for (size_t i = 0; i < p.meta_.params.size(); ++i)
       dirs += (i ? ", " : "") + std::string(direction_name(p.meta_.params[i].direction));
+    for (size_t i = 0; i < p.meta_.scalars.size(); ++i)
+      dirs += (dirs.size() > 1 ? ", " : "") + std::string("Scalar");
     dirs += "]";
     fail_in(dir, kKernelConfigFile, "orchestrations[" + std::to_string(index) + "].signature",
             "is " + signature_string(orch->signature) + " but " +

@@ -1,6 +1,6 @@
 // CompiledProgram: an L2 build directory loaded from its sidecars alone — a
 // description of the program, nothing more. from_dir() does not splice
-// ptoas/ bodies, invalidate the binary cache or compile anything (DESIGN §5:
+// ptoas/ bodies, invalidate the binary cache or compile anything (docs/cache-and-replay.md:
 // exactly as PyPTO's from_dir); the execute layer runs what it describes.
 #pragma once
 
@@ -44,6 +44,8 @@ class CompiledProgram {
 
   const std::string& name() const { return meta_.program; }
   const std::vector<ParamInfo>& params() const { return meta_.params; }
+  // Scalar parameters with their recorded defaults (compiled_meta.json "scalars").
+  const std::vector<ScalarParam>& scalars() const { return meta_.scalars; }
   // The effective platform: the override, else the recorded one.
   const std::string& platform() const { return platform_; }
   const std::string& recorded_platform() const { return meta_.platform; }

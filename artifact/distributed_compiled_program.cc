@@ -133,6 +133,20 @@ void check_dispatches(const fs::path& dir, const DistributedMeta& meta, const Ho
         fail_host_orch(dir, field + ".window",
                        "places a second argument of the dispatch in window '" + arg.window +
                            "'; each window holds at most one in-place argument of a dispatch");
+      if (arg.kind == HostArgKind::kScalar && !arg.param.empty() &&
+          !find_scalar(meta.scalars, arg.param)) {
+        std::string names;
+        for (const ScalarParam& sp : meta.scalars) names += (names.empty() ? "" : ", ") + sp.name;
+        fail_host_orch(dir, field + ".param",
+                       "names '" + arg.param + "', which is not a scalar parameter of " +
+                           sidecar_display(dir, kDistributedMetaFile) + " (scalars: " +
+                           (names.empty() ? std::string("none") : names) + ")");
+      }
+      if (arg.kind == HostArgKind::kScalar && !arg.param.empty() &&
+          find_scalar(meta.scalars, arg.param)->value.is_float() && !is_floating_dtype(arg.dtype))
+        fail_host_orch(dir, field + ".dtype",
+                       "is " + std::string(dtype_name(arg.dtype)) + " but scalar parameter '" +
+                           arg.param + "' is a float; an integer argument takes integers only");
     }
   }
 }

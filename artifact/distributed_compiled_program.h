@@ -1,6 +1,6 @@
 // DistributedCompiledProgram: an L3 build directory loaded from its sidecars
 // alone — the host plan and one L2 sub-build per rank. A description only: no
-// splice, no cache invalidation, no compile (DESIGN §5).
+// splice, no cache invalidation, no compile (docs/cache-and-replay.md).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +56,7 @@ class DistributedCompiledProgram {
 
   const std::string& name() const { return meta_.program; }
   const std::vector<ParamInfo>& params() const { return meta_.params; }
+  const std::vector<ScalarParam>& scalars() const { return meta_.scalars; }
   int64_t world_size() const { return meta_.world_size; }
   // The effective platform and device ids: overrides, else the recorded ones.
   const std::string& platform() const { return platform_; }

@@ -2,6 +2,7 @@
 
 #include "artifact/build_paths.h"
 #include "artifact/sidecar_checks.h"
+#include "common/error.h"
 #include "common/tensor.h"  // shape_string
 
 namespace pypto {
@@ -109,7 +110,19 @@ HostArg parse_arg(JsonObject& a, const std::vector<WindowInfo>& windows, int64_t
     member_window(a, windows, arg.window, rank);
   } else if (kind == "scalar") {
     arg.kind = HostArgKind::kScalar;
-    arg.value = a.integer("value");
+    if (a.has("dtype")) {
+      const std::string dtype = a.string("dtype");
+      const auto t = parse_dtype(dtype);
+      if (!t) a.fail("dtype", "'" + dtype + "' is not a dtype; expected one of " + dtype_names());
+      arg.dtype = *t;
+    }
+    if (a.has("param")) {
+      arg.param = non_empty_string(a, "param");  // checked against the meta's scalars
+    } else if (is_floating_dtype(arg.dtype)) {
+      arg.float_value = a.number("value");
+    } else {
+      arg.value = a.integer("value");
+    }
   } else {
     a.fail("kind", "'" + kind + "' is not an argument kind; expected host, window or scalar");
   }
@@ -161,6 +174,41 @@ HostArg HostArg::scalar(int64_t value) {
   a.kind = HostArgKind::kScalar;
   a.value = value;
   return a;
+}
+
+HostArg HostArg::scalar_constant(const ScalarValue& v) {
+  HostArg a;
+  a.kind = HostArgKind::kScalar;
+  a.dtype = v.dtype;
+  a.value = v.i;
+  a.float_value = v.f;
+  return a;
+}
+
+HostArg HostArg::scalar_param(std::string param, DType dtype) {
+  HostArg a;
+  a.kind = HostArgKind::kScalar;
+  a.param = std::move(param);
+  a.dtype = dtype;
+  return a;
+}
+
+ScalarValue HostArg::scalar_constant_value() const {
+  ScalarValue v;
+  v.dtype = dtype;
+  v.i = value;
+  v.f = float_value;
+  return v;
+}
+
+int64_t HostArg::scalar_bits(const std::vector<ScalarParam>& scalars,
+                             const std::vector<ScalarValue>& values) const {
+  if (param.empty()) return scalar_constant_value().abi_bits();
+  for (size_t k = 0; k < scalars.size() && k < values.size(); ++k)
+    if (scalars[k].name == param) return values[k].converted_to(dtype).abi_bits();
+  throw ArtifactError("host_orch.json", "args", "a scalar argument names '" + param +
+                      "', which is not a scalar parameter of the program",
+                      "recompile the build with pypto-compile");
 }
 
 const ParamInfo* HostOrch::find_intermediate(std::string_view name) const {
@@ -232,9 +280,16 @@ Json HostOrch::to_json() const {
         case HostArgKind::kWindow:
           args.push_back(Json{{"kind", "window"}, {"window", a.window}});
           break;
-        case HostArgKind::kScalar:
-          args.push_back(Json{{"kind", "scalar"}, {"value", a.value}});
+        case HostArgKind::kScalar: {
+          Json j{{"kind", "scalar"}};
+          if (a.dtype != DType::kI64 || !a.param.empty()) j["dtype"] = dtype_name(a.dtype);
+          if (!a.param.empty())
+            j["param"] = a.param;
+          else
+            j["value"] = a.scalar_constant_value().to_json();
+          args.push_back(std::move(j));
           break;
+        }
       }
     }
     ds.push_back(Json{{"rank", d.rank}, {"program", d.program}, {"args", args}});

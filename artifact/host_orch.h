@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "artifact/param_info.h"
+#include "artifact/scalar_param.h"
 #include "common/dtype.h"
 #include "common/json_reader.h"
 
@@ -46,13 +47,24 @@ struct HostArg {
   // writes In/InOut data into the window's first bytes instead of a buffer of
   // its own and reads Out/InOut data back from there; docs/build-directory.md).
   std::string window;
-  // kScalar.
+  // kScalar: a constant `value` (integers) or `float_value` (floats) of
+  // `dtype`, or, when `param` is set, the run's value of the program's scalar
+  // parameter `param` converted to `dtype` (the chip parameter's dtype).
   int64_t value = 0;
+  double float_value = 0;
+  DType dtype = DType::kI64;
 
   static HostArg host(std::string param, std::vector<int64_t> offsets, std::vector<int64_t> shape,
                       std::string in_window = "");
   static HostArg window_arg(std::string window);
   static HostArg scalar(int64_t value);
+  static HostArg scalar_constant(const ScalarValue& value);
+  static HostArg scalar_param(std::string param, DType dtype);
+  ScalarValue scalar_constant_value() const;  // kScalar without `param`
+  // kScalar: what the dispatch passes, in the kernel ABI's encoding
+  // (ScalarValue::abi_bits). `values` are the run's values of `scalars`.
+  int64_t scalar_bits(const std::vector<ScalarParam>& scalars,
+                      const std::vector<ScalarValue>& values) const;
   bool operator==(const HostArg&) const = default;
 };
 

@@ -1,4 +1,4 @@
-// Where the kernel ABI headers (pypto/kernel_abi.h, DESIGN §6) are found at
+// Where the kernel ABI headers (pypto/kernel_abi.h, docs/windows.md) are found at
 // run time, when kernels are assembled. Internal to the artifact layer.
 #pragma once
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "artifact/param_info.h"
+#include "artifact/scalar_param.h"
 #include "common/json_reader.h"
 
 namespace pypto {
@@ -14,6 +15,9 @@ namespace pypto {
 struct ProgramMeta {
   std::string program;  // L2: the chip orchestration; L3: the host orchestrator
   std::vector<ParamInfo> params;
+  // Scalar parameters (optional in the file): the orchestration receives them
+  // after the tensors, in this order.
+  std::vector<ScalarParam> scalars;
   int64_t num_return_types = 0;
   std::string platform;  // a2a3sim | a2a3 | a5sim | a5
   std::string arch;      // a2a3 | a5, the prefix of platform

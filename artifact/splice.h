@@ -1,4 +1,4 @@
-// The .pto splice of replay (DESIGN §5): a hand-edited ptoas/<unit>.pto is
+// The .pto splice of replay (docs/cache-and-replay.md): a hand-edited ptoas/<unit>.pto is
 // run through pypto-ptoas again and the result replaces the generated body of
 // the matching kernel sources, between the two sentinel lines. Edits outside
 // the sentinels (wrapper, includes, entry point) survive.

@@ -1,6 +1,6 @@
 // One error hierarchy for the whole project. Every message says what failed,
 // where (file, field, rank, dispatch, kernel) and what to do; the class decides
-// the process exit code (DESIGN §9).
+// the process exit code (docs/errors.md).
 #pragma once
 
 #include <stdexcept>

@@ -1,5 +1,5 @@
 // NumPy .npy files (format versions 1.0, 2.0 and 3.0), the format host
-// tensors cross process boundaries in (DESIGN §4). See docs/tensors.md.
+// tensors cross process boundaries in (docs/tensors.md).
 //
 // Written files are byte-identical to numpy.save of the same C-contiguous
 // array. bf16 is written with descr '<V2', exactly what numpy.save writes for

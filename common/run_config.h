@@ -1,5 +1,5 @@
 // RunConfig: one aggregate carrying compile-time and dispatch-time settings,
-// with three views naming its halves (DESIGN §7):
+// with three views naming its halves (docs/configuration.md):
 //   CompileOptions  what the compile entry reads; compile_kwargs() is its only mapping
 //   RunOptions      dispatch: platform, device id, aicpu threads, ring sizes, nested DFX
 //   DfxOptions      the five DFX switches

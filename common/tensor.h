@@ -1,6 +1,6 @@
 // A host tensor: dtype, shape, strides and a byte buffer that is either owned
 // (shared, 64-byte aligned) or borrowed from the caller. Host tensors cross
-// process boundaries as .npy files (common/npy.h, DESIGN §4).
+// process boundaries as .npy files (common/npy.h, docs/tensors.md).
 //
 // Tensor is a shallow handle, like a NumPy array: copying it, or taking a
 // slice, shares the buffer. contiguous() is the deep copy. Strides and the

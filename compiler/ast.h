@@ -49,6 +49,9 @@ struct Expr {
   // Filled by the checker.
   Type type;
   std::optional<int64_t> const_value;
+  // A compile-time float: a float literal, a float constant, or arithmetic on
+  // them (folded in double, as the reference interpreter computes).
+  std::optional<double> const_float;
 };
 
 enum class StmtKind {

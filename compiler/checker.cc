@@ -124,7 +124,13 @@ void Checker::collect_consts() {
         continue;
       }
       if (t.kind == TypeKind::kFloat) {
-        globals_[c.name] = Var{t, Var::kConst, std::nullopt, c.name_span};
+        if (!c.value->const_float) {
+          error(c.value->span,
+                "the value of constant '" + c.name + "' must be a compile-time integer or number");
+          globals_[c.name] = Var{Type::error(), Var::kConst, std::nullopt, c.name_span};
+          continue;
+        }
+        globals_[c.name] = Var{t, Var::kConst, std::nullopt, c.name_span, c.value->const_float};
         continue;
       }
       if (t.kind != TypeKind::kInt || !c.value->const_value) {
@@ -503,6 +509,7 @@ Type Checker::check_expr(Expr& e) {
       break;
     case ExprKind::kFloat:
       t = Type::of(TypeKind::kFloat);
+      e.const_float = e.float_value;
       break;
     case ExprKind::kBool:
       t = Type::of(TypeKind::kBool);
@@ -551,6 +558,7 @@ Type Checker::check_name(Expr& e) {
   const Var* v = lookup(e.name);
   if (v) {
     e.const_value = v->value;
+    e.const_float = v->fvalue;
     return v->type;
   }
   if (functions_.count(e.name) || find_builtin(e.name)) {
@@ -625,6 +633,7 @@ Type Checker::check_unary(Expr& e) {
     }
     e.const_value = -*c;
   }
+  if (const auto& f = e.args[0]->const_float) e.const_float = -*f;
   return x;
 }
 
@@ -689,6 +698,34 @@ Type Checker::check_binary(Expr& e) {
       return Type::error();
     }
     e.const_value = r;
+  }
+  if (!ints) {
+    // Float arithmetic on compile-time numbers folds in double (IEEE: a
+    // division by zero is an infinity, as at run time).
+    auto number = [](const Expr& x) -> std::optional<double> {
+      if (x.const_float) return x.const_float;
+      if (x.const_value) return static_cast<double>(*x.const_value);
+      return std::nullopt;
+    };
+    const auto fa = number(*e.args[0]), fb = number(*e.args[1]);
+    if (fa && fb) {
+      switch (e.op) {
+        case Tok::kPlus:
+          e.const_float = *fa + *fb;
+          break;
+        case Tok::kMinus:
+          e.const_float = *fa - *fb;
+          break;
+        case Tok::kStar:
+          e.const_float = *fa * *fb;
+          break;
+        case Tok::kSlash:
+          e.const_float = *fa / *fb;
+          break;
+        default:
+          break;
+      }
+    }
   }
   return Type::of(ints ? TypeKind::kInt : TypeKind::kFloat);
 }

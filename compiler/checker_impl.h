@@ -51,6 +51,7 @@ class Checker {
     enum Kind { kParam, kLet, kLoop, kConst } kind = kLet;
     std::optional<int64_t> value;  // compile-time value (consts)
     Span span;
+    std::optional<double> fvalue;  // compile-time value of a float const
   };
   struct HostLoop {
     std::string name;

@@ -27,7 +27,7 @@ namespace pypto::compiler {
 
 const char* const kDebugRunScript =
     "#!/bin/sh\n"
-    "# Re-runner of this build directory: replays it with pypto-coord (DESIGN \u00a75).\n"
+    "# Re-runner of this build directory: replays it with pypto-coord (docs/cache-and-replay.md).\n"
     "# Extra arguments (--validate, --pmu 2, --swimlane, ...) pass through.\n"
     "# Resolved relative to this script, so the directory can be moved or copied.\n"
     "exec pypto-coord replay \"$(dirname \"$0\")/..\" \"$@\"\n";
@@ -121,12 +121,18 @@ void write_chip(const fs::path& dir, const ChipFiles& chip) {
   chip.config.write(dir);
 }
 
-void write_golden(const fs::path& dir, const std::vector<ParamInfo>& params,
+// `golden` holds one tensor per parameter of `entry` (scalars too); `params`
+// are its tensor parameters.
+void write_golden(const fs::path& dir, const Function& entry, const std::vector<ParamInfo>& params,
                   const GoldenData& golden) {
   GoldenSpec spec;
   std::vector<DType> dtypes;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const ParamInfo& p = params[i];
+  std::vector<size_t> index;  // params[k] is entry.params[index[k]]
+  for (size_t i = 0; i < entry.params.size(); ++i)
+    if (entry.params[i].kind == ParamKind::kTensor) index.push_back(i);
+  for (size_t k = 0; k < params.size(); ++k) {
+    const ParamInfo& p = params[k];
+    const size_t i = index.at(k);
     if (p.is_input()) write_npy(GoldenSpec::input_path(dir, p.name), golden.before.at(i));
     if (p.is_output()) {
       write_npy(GoldenSpec::expected_path(dir, p.name), golden.after.at(i));
@@ -143,12 +149,14 @@ void write_golden(const fs::path& dir, const std::vector<ParamInfo>& params,
 
 std::vector<ParamInfo> entry_params(const Function& entry, const SourceManager* sources) {
   std::vector<ParamInfo> params;
+  (void)sources;
   for (const Param& p : entry.params) {
+    if (p.kind == ParamKind::kScalar) continue;  // "scalars"
     if (p.kind != ParamKind::kTensor)
       codegen_error(sources, p.span,
                     "parameter '" + p.name + "' of the entry '" + entry.name +
-                        "' is not a tensor; a build's program takes tensor parameters only "
-                        "(scalar entry parameters are not supported yet)");
+                        "' is a window; windows are created with window_buffer, never passed "
+                        "to the entry");
     ParamInfo info;
     info.name = p.name;
     info.direction = p.dir == Direction::kIn    ? pypto::Direction::kIn
@@ -193,6 +201,18 @@ BuildSummary write_build(const fs::path& dir, const BuildRequest& request,
   ProgramMeta meta;
   meta.program = entry.name;
   meta.params = entry_params(entry, request.sources);
+  {
+    size_t k = 0;
+    for (const Param& p : entry.params) {
+      if (p.kind != ParamKind::kScalar) continue;
+      ScalarParam s;
+      s.name = p.name;
+      s.value = k < request.scalars.size() ? request.scalars[k] : ScalarValue{};
+      if (s.value.dtype != p.dtype) s.value = s.value.converted_to(p.dtype);
+      meta.scalars.push_back(std::move(s));
+      ++k;
+    }
+  }
   meta.num_return_types = 0;
   meta.platform = request.platform;
   meta.arch = arch_name(platform.arch);
@@ -244,7 +264,7 @@ BuildSummary write_build(const fs::path& dir, const BuildRequest& request,
     cm.write(dir);
   }
   fs::remove_all(dir / kGoldenDir, ec);
-  if (summary.golden) write_golden(dir, meta.params, *golden);
+  if (summary.golden) write_golden(dir, entry, meta.params, *golden);
   write_file_atomic(dir / kDebugRunner, kDebugRunScript,
                     fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                         fs::perms::others_read | fs::perms::others_exec);

@@ -15,6 +15,7 @@
 
 #include "artifact/build_kind.h"
 #include "artifact/param_info.h"
+#include "artifact/scalar_param.h"
 #include "common/tensor.h"
 #include "compiler/ast.h"
 #include "compiler/kernel_lowering.h"
@@ -45,6 +46,9 @@ struct BuildRequest {
   std::string platform = "a2a3sim";
   std::string origin;  // the program file as the header comments name it
   const SourceManager* sources = nullptr;
+  // One per scalar parameter of the entry, in order: the defaults the
+  // sidecars record (the values the golden data was computed with).
+  std::vector<ScalarValue> scalars;
 };
 
 struct BuildSummary {
@@ -54,9 +58,8 @@ struct BuildSummary {
   bool golden = false;
 };
 
-// The entry's parameters as compiled_meta.json / distributed_meta.json record
-// them. Throws ProgramError for a parameter they cannot record (a scalar
-// parameter of the entry).
+// The entry's tensor parameters as compiled_meta.json / distributed_meta.json
+// record them in "params" (its scalar parameters go to "scalars").
 std::vector<ParamInfo> entry_params(const Function& entry, const SourceManager* sources = nullptr);
 
 // golden.json's tolerances for outputs of these dtypes: the loosest of

@@ -169,18 +169,19 @@ TEST(CodegenDriverTest, ProgramErrorsWriteNothing) {
 
 TEST(CodegenDriverTest, UnsupportedConstructIsExitOneWithLocation) {
   const fs::path dir = scratch("unsupported");
-  const fs::path p = dir.parent_path() / "scalar_entry.ptl";
-  std::ofstream(p) << "kernel aiv k(a: in f32[1, 8], b: out f32[1, 8]) {\n"
+  const fs::path p = dir.parent_path() / "f16_kernel_scalar.ptl";
+  std::ofstream(p) << "kernel aiv k(a: in f32[1, 8], b: out f32[1, 8],\n"
+                      "             n: f16) {\n"
                       "  store(load(a, [0, 0], [1, 8]), b, [0, 0])\n}\n"
-                      "chip main(a: in f32[1, 8], b: out f32[1, 8], n: i32) { k(a, b) }\n";
+                      "chip main(a: in f32[1, 8], b: out f32[1, 8]) { k(a, b, 1.0) }\n";
   CompileArgs a;
   a.input = p.string();
   a.output = dir.string();
   a.no_golden = true;
   const Ran r = run(a);
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_NE(r.err.find(p.string() + ":4:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("'n'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(p.string() + ":2:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("f16 scalar parameter"), std::string::npos) << r.err;
 }
 
 // examples/: the quickstart is compiler/testdata/reduce.ptl; both programs compile.

@@ -12,8 +12,10 @@ namespace {
 
 // A value of the host function at compile time.
 struct HostValue {
-  enum Kind { kNone, kInt, kBool, kBox, kWindow } kind = kNone;
+  // kScalarParam: a scalar parameter of the entry (`param`), known only at run time.
+  enum Kind { kNone, kInt, kFloat, kBool, kBox, kWindow, kScalarParam } kind = kNone;
   int64_t i = 0;
+  double f = 0;
   bool b = false;
   // kBox: the region [offsets, offsets + shape) of host parameter `param`, in
   // the parameter's full rank; its first `dropped` dimensions were indexed away.
@@ -41,8 +43,10 @@ class HostEvaluator {
         v.shape = p.type.shape;
         v.offsets.assign(v.shape.size(), 0);
       } else {
-        // Host scalar parameters have no compile-time value.
-        v.kind = HostValue::kNone;
+        // A host scalar parameter has no compile-time value: a dispatch passes
+        // the run's value (host_orch.json {"kind": "scalar", "param"}).
+        v.kind = HostValue::kScalarParam;
+        v.param = p.name;
       }
       frame.scopes.back()[p.name] = v;
     }
@@ -170,13 +174,25 @@ class HostEvaluator {
           d.args.push_back(HostArg::window_arg(v.window));
           planned.windows[p.name] = v.window;
           break;
-        case ParamKind::kScalar:
-          if (v.kind != HostValue::kInt)
+        case ParamKind::kScalar: {
+          const bool to_float = p.type.kind == TypeKind::kFloat;
+          if (v.kind == HostValue::kScalarParam) {
+            d.args.push_back(HostArg::scalar_param(v.param, p.dtype));
+          } else if (v.kind == HostValue::kInt && !to_float) {
+            d.args.push_back(HostArg::scalar(v.i));
+          } else if ((v.kind == HostValue::kInt || v.kind == HostValue::kFloat) && to_float) {
+            ScalarValue value;
+            value.dtype = p.dtype;
+            value.f = v.kind == HostValue::kInt ? static_cast<double>(v.i) : v.f;
+            d.args.push_back(HostArg::scalar_constant(value));
+          } else {
             fail(arg.span, "scalar argument '" + p.name + "' of '" + chip.name +
-                               "' must be an integer known at compile time (the host plan is "
-                               "static; float scalars are not supported yet)");
-          d.args.push_back(HostArg::scalar(v.i));
+                               "' must be known at compile time, or be a scalar parameter of '" +
+                               "the host function passed on as it is (the host plan is static: "
+                               "it cannot compute with run-time values)");
+          }
           break;
+        }
       }
     }
     // In-place parameters (`x: ... at w`): the box lives in the host window bound to w.
@@ -214,6 +230,12 @@ class HostEvaluator {
     v.i = i;
     return v;
   }
+  static HostValue float_value(double f) {
+    HostValue v;
+    v.kind = HostValue::kFloat;
+    v.f = f;
+    return v;
+  }
   static HostValue bool_value(bool b) {
     HostValue v;
     v.kind = HostValue::kBool;
@@ -223,13 +245,14 @@ class HostEvaluator {
 
   HostValue eval(const Expr& e, const std::string& let_name = "") {
     if (e.const_value && e.type.kind == TypeKind::kInt) return int_value(*e.const_value);
+    if (e.const_float && e.type.kind == TypeKind::kFloat) return float_value(*e.const_float);
     switch (e.kind) {
       case ExprKind::kInt:
         return int_value(e.int_value);
       case ExprKind::kBool:
         return bool_value(e.bool_value);
       case ExprKind::kFloat:
-        return HostValue{};  // no compile-time value the plan can carry
+        return float_value(e.float_value);
       case ExprKind::kName: {
         const HostValue* v = lookup(e.name);
         if (!v) {
@@ -255,6 +278,7 @@ class HostEvaluator {
       case ExprKind::kUnary: {
         const HostValue a = eval(*e.args[0]);
         if (e.op == Tok::kMinus && a.kind == HostValue::kInt) return int_value(-a.i);
+        if (e.op == Tok::kMinus && a.kind == HostValue::kFloat) return float_value(-a.f);
         if (e.op == Tok::kBang && a.kind == HostValue::kBool) return bool_value(!a.b);
         return HostValue{};
       }
@@ -281,6 +305,25 @@ class HostEvaluator {
       if (e.op == Tok::kEq) return bool_value(a.b == b.b);
       if (e.op == Tok::kNe) return bool_value(a.b != b.b);
       return HostValue{};
+    }
+    const auto number = [](const HostValue& v) { return v.kind == HostValue::kInt || v.kind == HostValue::kFloat; };
+    if (number(a) && number(b) && (a.kind == HostValue::kFloat || b.kind == HostValue::kFloat)) {
+      // Floats fold in double, as the reference interpreter computes them.
+      const double x = a.kind == HostValue::kInt ? static_cast<double>(a.i) : a.f;
+      const double y = b.kind == HostValue::kInt ? static_cast<double>(b.i) : b.f;
+      switch (e.op) {
+        case Tok::kPlus: return float_value(x + y);
+        case Tok::kMinus: return float_value(x - y);
+        case Tok::kStar: return float_value(x * y);
+        case Tok::kSlash: return float_value(x / y);
+        case Tok::kEq: return bool_value(x == y);
+        case Tok::kNe: return bool_value(x != y);
+        case Tok::kLt: return bool_value(x < y);
+        case Tok::kLe: return bool_value(x <= y);
+        case Tok::kGt: return bool_value(x > y);
+        case Tok::kGe: return bool_value(x >= y);
+        default: return HostValue{};
+      }
     }
     if (a.kind != HostValue::kInt || b.kind != HostValue::kInt) return HostValue{};
     const int64_t x = a.i, y = b.i;

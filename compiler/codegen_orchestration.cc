@@ -1,5 +1,7 @@
 #include "compiler/codegen_orchestration.h"
 
+#include <cmath>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -11,7 +13,9 @@ namespace {
 
 // A value of the chip function as generated C++ sees it.
 struct CValue {
-  enum Kind { kTensor, kInt, kFloatBits, kBool, kWindow } kind = kInt;
+  // kFloat: a C++ double, as the reference interpreter computes floats; it
+  // becomes a kernel's f32 bit pattern only when passed to one.
+  enum Kind { kTensor, kInt, kFloat, kBool, kWindow } kind = kInt;
   std::string cpp;     // the C++ variable (tensors, scalars) or expression
   std::string window;  // kWindow: the entry's window parameter it is
 };
@@ -157,10 +161,15 @@ class OrchGen {
         }
         case ParamKind::kScalar: {
           const bool is_float = p.type.kind == TypeKind::kFloat;
-          line("[[maybe_unused]] const int64_t " + var + " = args->scalars[" +
-               std::to_string(scalar) + "];" +
-               (is_float ? "  // the bit pattern of a floating-point scalar" : ""));
-          declare(p.name, CValue{is_float ? CValue::kFloatBits : CValue::kInt, var, ""});
+          if (is_float) {
+            uses_float_ = true;
+            line("[[maybe_unused]] const double " + var + " = f32_of_bits(args->scalars[" +
+                 std::to_string(scalar) + "]);");
+          } else {
+            line("[[maybe_unused]] const int64_t " + var + " = args->scalars[" +
+                 std::to_string(scalar) + "];");
+          }
+          declare(p.name, CValue{is_float ? CValue::kFloat : CValue::kInt, var, ""});
           ++scalar;
           break;
         }
@@ -187,7 +196,9 @@ class OrchGen {
       case StmtKind::kAssign: {
         const CValue* target = lookup(s.name);
         if (!target) fail(s.span, "assignment to unknown name '" + s.name + "'");
-        const CValue v = value(*s.value);
+        CValue v = value(*s.value);
+        if (target->kind == CValue::kFloat && v.kind == CValue::kInt)
+          v = CValue{CValue::kFloat, "static_cast<double>(" + v.cpp + ")", ""};
         if (v.kind != target->kind || target->kind == CValue::kWindow)
           fail(s.span, "this assignment is not supported in a chip function yet");
         line(target->cpp + " = " + v.cpp + ";");
@@ -244,8 +255,10 @@ class OrchGen {
         line(std::string(qualifier) + "pypto_tensor " + var + " = " + v.cpp + ";");
         break;
       case CValue::kInt:
-      case CValue::kFloatBits:
         line(std::string(qualifier) + "int64_t " + var + " = " + v.cpp + ";");
+        break;
+      case CValue::kFloat:
+        line(std::string(qualifier) + "double " + var + " = " + v.cpp + ";");
         break;
       case CValue::kBool:
         line(std::string(qualifier) + "bool " + var + " = " + v.cpp + ";");
@@ -274,13 +287,7 @@ class OrchGen {
       case TypeKind::kBool:
         return CValue{CValue::kBool, bool_expr(e), ""};
       case TypeKind::kFloat:
-        if (e.kind == ExprKind::kName) {
-          const CValue* v = lookup(e.name);
-          if (v && v->kind == CValue::kFloatBits) return *v;
-        }
-        fail(e.span,
-             "floating-point scalar expressions in a chip function are not supported yet; pass "
-             "the scalar through from a parameter");
+        return CValue{CValue::kFloat, float_expr(e), ""};
       default:
         fail(e.span, "this expression is not supported in a chip function yet");
     }
@@ -368,6 +375,49 @@ class OrchGen {
     fail(e.span, "this integer expression is not supported in a chip function yet");
   }
 
+  // A float scalar expression as a C++ double; integers in it convert exactly.
+  std::string float_expr(const Expr& e) {
+    if (e.type.kind == TypeKind::kInt) return "static_cast<double>(" + int_expr(e) + ")";
+    if (e.const_float) return double_literal(*e.const_float);
+    switch (e.kind) {
+      case ExprKind::kFloat:
+        return double_literal(e.float_value);
+      case ExprKind::kName: {
+        const CValue* v = lookup(e.name);
+        if (!v || v->kind != CValue::kFloat) fail(e.span, "'" + e.name + "' is not a float here");
+        return v->cpp;
+      }
+      case ExprKind::kUnary:
+        if (e.op == Tok::kMinus) return "(-" + float_expr(*e.args[0]) + ")";
+        break;
+      case ExprKind::kBinary: {
+        if (e.op == Tok::kPlus || e.op == Tok::kMinus || e.op == Tok::kStar || e.op == Tok::kSlash)
+          return "(" + float_expr(*e.args[0]) + " " + binary_operator(e.op) + " " +
+                 float_expr(*e.args[1]) + ")";
+        break;
+      }
+      case ExprKind::kCall:
+        if ((e.name == "max" || e.name == "min") && e.args.size() == 2) {
+          (e.name == "max" ? uses_fmax_ : uses_fmin_) = true;
+          return e.name + "_f64(" + float_expr(*e.args[0]) + ", " + float_expr(*e.args[1]) + ")";
+        }
+        break;
+      default:
+        break;
+    }
+    fail(e.span, "this float expression is not supported in a chip function yet");
+  }
+
+  static std::string double_literal(double v) {
+    if (std::isnan(v)) return "__builtin_nan(\"\")";
+    if (std::isinf(v)) return v < 0 ? "(-__builtin_inf())" : "__builtin_inf()";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::string s = buf;
+    if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+    return v < 0 ? "(" + s + ")" : s;
+  }
+
   std::string bool_expr(const Expr& e) {
     switch (e.kind) {
       case ExprKind::kBool:
@@ -388,8 +438,14 @@ class OrchGen {
         const char* op = binary_operator(e.op);
         if (!op) break;
         const bool bools = e.args[0]->type.kind == TypeKind::kBool;
-        const std::string a = bools ? bool_expr(*e.args[0]) : int_expr(*e.args[0]);
-        const std::string b = bools ? bool_expr(*e.args[1]) : int_expr(*e.args[1]);
+        const bool floats = e.args[0]->type.kind == TypeKind::kFloat ||
+                            e.args[1]->type.kind == TypeKind::kFloat;
+        const std::string a = bools    ? bool_expr(*e.args[0])
+                              : floats ? float_expr(*e.args[0])
+                                       : int_expr(*e.args[0]);
+        const std::string b = bools    ? bool_expr(*e.args[1])
+                              : floats ? float_expr(*e.args[1])
+                                       : int_expr(*e.args[1]);
         return "(" + a + " " + op + " " + b + ")";
       }
       default:
@@ -424,10 +480,16 @@ class OrchGen {
       if (p.kind == ParamKind::kTensor) {
         tensors.push_back("{" + tensor_expr(arg) + ", " + direction_constant(p.dir) + "}");
       } else if (p.kind == ParamKind::kScalar) {
-        const CValue v = value(arg);
-        if (v.kind != CValue::kInt && v.kind != CValue::kFloatBits)
-          fail(arg.span, "scalar argument '" + p.name + "' is not supported here");
-        scalars.push_back(v.cpp);
+        if (p.type.kind == TypeKind::kFloat) {
+          // The kernel's f32 scalar: the value rounded to float, as its bit pattern.
+          uses_float_ = true;
+          scalars.push_back("bits_of_f32(" + float_expr(arg) + ")");
+        } else {
+          const CValue v = value(arg);
+          if (v.kind != CValue::kInt)
+            fail(arg.span, "scalar argument '" + p.name + "' is not supported here");
+          scalars.push_back(v.cpp);
+        }
       } else {
         const CValue v = value(arg);
         window_uses_.push_back(KernelWindowUse{&kernel, p.name, v.window, call.span});
@@ -464,10 +526,14 @@ class OrchGen {
     for (size_t i = 0; i < callee.params.size() && i < call.args.size(); ++i) {
       const Param& p = callee.params[i];
       CValue v = value(*call.args[i]);
+      if (p.kind == ParamKind::kScalar && p.type.kind == TypeKind::kFloat && v.kind == CValue::kInt)
+        v = CValue{CValue::kFloat, "static_cast<double>(" + v.cpp + ")", ""};
       if (v.kind != CValue::kWindow) {
         const std::string t = temp();
-        line(std::string(v.kind == CValue::kTensor ? "const pypto_tensor " : "const int64_t ") + t +
-             " = " + v.cpp + ";");
+        const char* ctype = v.kind == CValue::kTensor  ? "const pypto_tensor "
+                            : v.kind == CValue::kFloat ? "const double "
+                                                       : "const int64_t ";
+        line(ctype + t + " = " + v.cpp + ";");
         v.cpp = t;
       }
       bound[p.name] = v;
@@ -484,7 +550,9 @@ class OrchGen {
         line("[[maybe_unused]] const pypto_tensor v_" + p.name + " = " + v.cpp + ";");
         v.cpp = "v_" + p.name;
       } else if (v.kind != CValue::kWindow) {
-        line("[[maybe_unused]] const int64_t v_" + p.name + " = " + v.cpp + ";");
+        line(std::string("[[maybe_unused]] const ") +
+             (v.kind == CValue::kFloat ? "double" : "int64_t") + " v_" + p.name + " = " + v.cpp +
+             ";");
         v.cpp = "v_" + p.name;
       }
       frame.back()[p.name] = v;
@@ -590,6 +658,22 @@ class OrchGen {
            "  *out = v;\n"
            "  return true;\n"
            "}\n\n";
+    if (uses_float_)
+      o << "// A float scalar of the kernel ABI travels as its f32 bit pattern in the low 32 bits.\n"
+           "double f32_of_bits(int64_t bits) {\n"
+           "  const uint32_t b = static_cast<uint32_t>(bits);\n"
+           "  float f;\n"
+           "  __builtin_memcpy(&f, &b, sizeof f);\n"
+           "  return f;\n"
+           "}\n\n"
+           "int64_t bits_of_f32(double value) {\n"
+           "  const float f = static_cast<float>(value);\n"
+           "  uint32_t b;\n"
+           "  __builtin_memcpy(&b, &f, sizeof b);\n"
+           "  return static_cast<int64_t>(b);\n"
+           "}\n\n";
+    if (uses_fmax_) o << "double max_f64(double a, double b) { return a < b ? b : a; }\n\n";
+    if (uses_fmin_) o << "double min_f64(double a, double b) { return b < a ? b : a; }\n\n";
     if (uses_max_) o << "int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n\n";
     if (uses_min_) o << "int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }\n\n";
     if (!intermediates_.empty()) {
@@ -663,6 +747,7 @@ class OrchGen {
   int indent_ = 1;
   int next_temp_ = 0;
   bool uses_view_ = false, uses_index_ = false, uses_max_ = false, uses_min_ = false;
+  bool uses_float_ = false, uses_fmax_ = false, uses_fmin_ = false;
   std::vector<Intermediate> intermediates_;
   std::vector<KernelWindowUse> window_uses_;
 };

@@ -166,12 +166,14 @@ TEST(CodegenOrchestrationTest, GeneratedSourceCompiles) {
   EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << g.source;
 }
 
-TEST(CodegenOrchestrationTest, FloatScalarExpressionIsRefused) {
+TEST(CodegenOrchestrationTest, FloatScalarArgumentIsItsF32BitPattern) {
   auto run = front_end(R"(
 kernel aiv k(a: in f32[1, 16], b: out f32[1, 16], s: f32) { store(load(a, [0, 0], [1, 16]), b, [0, 0]) }
 chip main(a: in f32[1, 16], b: out f32[1, 16]) { k(a, b, 0.5) }
 )");
-  EXPECT_THROW(orchestration_of(run, "main", {{"k", 0}}), ProgramError);
+  const std::string source = orchestration_of(run, "main", {{"k", 0}}).source;
+  EXPECT_NE(source.find("const int64_t scalars[1] = {bits_of_f32(0.5)};"), std::string::npos)
+      << source;
 }
 
 // ------------------------------------------------------------ kernel wrapper
@@ -510,14 +512,24 @@ host main(x: in f32[WORLD, 1, 8], y: out f32[WORLD, 1, 8]) {
   EXPECT_FALSE(fs::exists(dir));  // nothing written
 }
 
-TEST(CodegenBuildTest, ScalarEntryParameterIsRefused) {
+TEST(CodegenBuildTest, ScalarEntryParameterIsRecordedWithItsDefault) {
   auto run = front_end(R"(
 kernel aiv k(a: in f32[1, 8], b: out f32[1, 8]) { store(load(a, [0, 0], [1, 8]), b, [0, 0]) }
 chip main(a: in f32[1, 8], b: out f32[1, 8], n: i32) { k(a, b) }
 )");
-  EXPECT_THROW(
-      write_build(scratch("scalar"), request_for(run, 1, "t.ptl"), fake_lowering, std::nullopt),
-      ProgramError);
+  BuildRequest request = request_for(run, 1, "t.ptl");
+  ScalarValue seven;
+  seven.dtype = DType::kI32;
+  seven.i = 7;
+  request.scalars = {seven};
+  const fs::path dir = scratch("scalar");
+  write_build(dir, request, fake_lowering, std::nullopt);
+  const CompiledMeta meta = CompiledMeta::load(dir);
+  ASSERT_EQ(meta.scalars.size(), 1u);
+  EXPECT_EQ(meta.scalars[0].name, "n");
+  EXPECT_EQ(meta.scalars[0].dtype(), DType::kI32);
+  EXPECT_EQ(meta.scalars[0].value.i, 7);
+  EXPECT_EQ(meta.params.size(), 2u);
 }
 
 TEST(CodegenBuildTest, GoldenTolerances) {

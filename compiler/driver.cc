@@ -5,13 +5,16 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "artifact/distributed_compiled_program.h"
 #include "common/error.h"
 #include "common/npy.h"
 #include "common/run_config.h"
+#include "artifact/scalar_param.h"
 #include "compiler/checker.h"
+#include "compiler/interp_values.h"
 #include "compiler/codegen_build.h"
 #include "compiler/kernel_lowering.h"
 #include "compiler/loader.h"
@@ -32,11 +35,43 @@ std::optional<std::pair<std::string, std::string>> split_input(const std::string
   return std::make_pair(spec.substr(0, eq), spec.substr(eq + 1));
 }
 
-// Seeded arguments of the entry with --input files in place, the reference
-// interpreter run on them: the golden data of the build.
+// The entry's scalar parameters with their seeded values, --scalar in place;
+// writes the values into their one-element tensors of `tensors`.
+std::vector<ScalarValue> entry_scalars(const CompileArgs& args, const Function& entry,
+                                       std::vector<Tensor>& tensors) {
+  std::vector<ScalarParam> seeded;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < entry.params.size(); ++i) {
+    const Param& p = entry.params[i];
+    if (p.kind != ParamKind::kScalar) continue;
+    ScalarParam s;
+    s.name = p.name;
+    s.value.dtype = p.dtype;
+    const auto* p0 = static_cast<const std::byte*>(tensors[i].data());
+    if (is_float_dtype(p.dtype))
+      s.value.f = interp::read_float(p0, p.dtype);
+    else
+      s.value.i = interp::read_int(p0, p.dtype);
+    seeded.push_back(std::move(s));
+    index.push_back(i);
+  }
+  std::vector<ScalarValue> values = scalar_values(seeded, args.scalars);
+  for (size_t k = 0; k < values.size(); ++k) {
+    auto* p0 = static_cast<std::byte*>(tensors[index[k]].data());
+    if (values[k].is_float())
+      interp::write_float(p0, values[k].dtype, values[k].f);
+    else
+      interp::write_int(p0, values[k].dtype, values[k].i);
+  }
+  return values;
+}
+
+// Seeded arguments of the entry with --input files and --scalar values in
+// place, the reference interpreter run on them: the golden data of the build.
 GoldenData make_golden(const CompileArgs& args, const Program& program, const Function& entry,
                        int64_t world, const SourceManager& sources) {
   std::vector<Tensor> tensors = seeded_arguments(entry, args.seed);
+  entry_scalars(args, entry, tensors);
   for (const std::string& spec : args.inputs) {
     const auto [name, file] = *split_input(spec);
     size_t index = entry.params.size();
@@ -82,6 +117,10 @@ int write_output(const CompileArgs& args, const Program& program, const CheckRes
   request.platform = args.platform;
   request.origin = std::filesystem::path(args.input).filename().string();
   request.sources = &sources;
+  {
+    std::vector<Tensor> seeded = seeded_arguments(*result.entry, args.seed);
+    request.scalars = entry_scalars(args, *result.entry, seeded);
+  }
   std::optional<GoldenData> golden;
   if (!args.no_golden) golden = make_golden(args, program, *result.entry, result.world, sources);
   LowerOptions lower_options;
@@ -144,8 +183,9 @@ int run_compile(const CompileArgs& given, std::ostream& out, std::ostream& err) 
       return static_cast<int>(ExitCode::kUsage);
     }
   }
-  if (!args.output && (args.no_golden || !args.inputs.empty())) {
-    err << "pypto-compile: error: --no-golden and --input only apply with -o DIR\n";
+  if (!args.output && args.no_golden) {
+    err << "pypto-compile: error: --no-golden only applies with -o DIR (--check runs the "
+           "reference interpreter)\n";
     return static_cast<int>(ExitCode::kUsage);
   }
   if (args.no_golden && !args.inputs.empty()) {
@@ -173,15 +213,38 @@ int run_compile(const CompileArgs& given, std::ostream& out, std::ostream& err) 
     err << n << (n == 1 ? " error" : " errors") << " generated.\n";
     return static_cast<int>(ExitCode::kFail);
   }
-  if (args.check) {
-    out << args.input << ": ok: " << (result.distributed ? "L3" : "L2") << " program, entry '"
-        << (result.entry ? result.entry->name : "?") << "'";
-    if (result.distributed) out << ", WORLD = " << result.world;
-    out << ", platform " << args.platform << "\n";
+  // --check runs everything -o runs (code generation, the reference run on
+  // seeded inputs with its deadlock and error detection), into a scratch
+  // directory it removes, so that "ok" means -o succeeds.
+  std::optional<fs::path> scratch;
+  CompileArgs effective = args;
+  if (!args.output) {
+    std::string pattern = (fs::temp_directory_path() / "pypto-check-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) {
+      err << "pypto-compile: error: cannot create a scratch directory under "
+          << fs::temp_directory_path().string() << " for --check\n";
+      return static_cast<int>(ExitCode::kInfra);
+    }
+    scratch = fs::path(pattern);
+    effective.output = pattern;
   }
-  if (!args.output) return static_cast<int>(ExitCode::kOk);
+  struct RemoveScratch {
+    const std::optional<fs::path>& dir;
+    ~RemoveScratch() {
+      std::error_code ec;
+      if (dir) fs::remove_all(*dir, ec);
+    }
+  } remove_scratch{scratch};
   try {
-    return write_output(args, program, result, sources, out);
+    std::ostringstream wrote;
+    const int code = write_output(effective, program, result, sources, scratch ? wrote : out);
+    if (args.check) {
+      out << args.input << ": ok: " << (result.distributed ? "L3" : "L2") << " program, entry '"
+          << (result.entry ? result.entry->name : "?") << "'";
+      if (result.distributed) out << ", WORLD = " << result.world;
+      out << ", platform " << args.platform << "\n";
+    }
+    return code;
   } catch (const Error& e) {
     // ProgramError (1): a construct code generation or the reference run refuses;
     // UsageError (2): a bad --input; InfraError (3): a file that cannot be read or written.
@@ -211,7 +274,9 @@ int pypto_compile_main(int argc, char** argv) {
   CLI::App app{"pypto-compile: compile a .ptl tile program into a build directory"};
   CompileArgs args;
   app.add_option("program", args.input, "the .ptl program")->required();
-  app.add_flag("--check", args.check, "parse and check the program, print diagnostics");
+  app.add_flag("--check", args.check,
+               "check the program as -o would (diagnostics, code generation, the reference "
+               "run on seeded inputs) without writing a build directory");
   app.add_option("--world", args.world,
                  "world size: the value of WORLD (L3 programs; default: the number of "
                  "--device-ids)");
@@ -225,6 +290,9 @@ int pypto_compile_main(int argc, char** argv) {
   app.add_option("--input", args.inputs,
                  "NAME=FILE.npy: golden input of parameter NAME instead of seeded data "
                  "(repeatable)");
+  app.add_option("--scalar", args.scalars,
+                 "NAME=VALUE: value of scalar parameter NAME of the entry: the build's default "
+                 "and the golden data's (repeatable; default: a seeded value)");
   app.add_option("--seed", args.seed, "seed of the generated golden inputs (default 0)");
   app.add_option("-L,--lib-dir", args.lib_dirs, "directory searched by 'import' (repeatable)");
   try {

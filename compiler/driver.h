@@ -23,6 +23,9 @@ struct CompileArgs {
   std::vector<std::string> lib_dirs;
   bool no_golden = false;           // --no-golden: no golden/ (runs then need --input)
   std::vector<std::string> inputs;  // --input NAME=FILE.npy: replaces a seeded input
+  // --scalar NAME=VALUE: the value of a scalar parameter of the entry (the
+  // golden data's and the build's default) instead of a seeded one.
+  std::vector<std::string> scalars;
   uint64_t seed = 0;                // --seed S: of the seeded golden inputs
 };
 

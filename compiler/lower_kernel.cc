@@ -337,6 +337,7 @@ class Lowerer {
   Operand scalar(const Expr& e) {
     if (e.type.kind == TypeKind::kInt && e.const_value) return Operand::of_int(*e.const_value);
     if (e.kind == ExprKind::kFloat) return Operand::of_float(e.float_value);
+    if (e.type.kind == TypeKind::kFloat && e.const_float) return Operand::of_float(*e.const_float);
     if (e.kind == ExprKind::kName) {
       const Binding* b = lookup(e.name);
       if (!b) fail(e.span, "internal error: unbound name '" + e.name + "'");
@@ -445,6 +446,10 @@ class Lowerer {
   void binary(const Expr& e, int dst) {
     if (e.type.kind == TypeKind::kInt && e.const_value) {
       emit(make(Opcode::kMov, dst, {Operand::of_int(*e.const_value)}));
+      return;
+    }
+    if (e.type.kind == TypeKind::kFloat && e.const_float) {
+      emit(make(Opcode::kMov, dst, {Operand::of_float(*e.const_float)}));
       return;
     }
     Opcode op;

@@ -1,4 +1,4 @@
-// The rank agents of one run as the coordinator sees them (DESIGN §3): the
+// The rank agents of one run as the coordinator sees them (docs/protocol.md): the
 // ROUTER they connect to, who is connected, liveness, and — when something
 // goes wrong — which rank is to blame.
 //

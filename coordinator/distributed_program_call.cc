@@ -1,6 +1,6 @@
 // DistributedCompiledProgram::operator(): the artifact layer's convenience
 // call, defined in the execute layer so that artifact/ never depends on it
-// (DESIGN §1: calling a program object forwards to a worker).
+// (docs/architecture.md: calling a program object forwards to a worker).
 #include "artifact/distributed_compiled_program.h"
 #include "artifact/compiled_program.h"
 #include "coordinator/distributed_worker.h"

@@ -678,6 +678,7 @@ RunHandle DistributedWorker::submit_locked(const DistributedCompiledProgram& pro
     check_resident(resident[p], ("run of " + program.dir().string()).c_str());
     check_binding(program, params[p], resident[p]);
   }
+  scalar_values(program.scalars(), options.scalars);  // a bad --scalar fails before any dispatch
   while (impl_->in_flight.size() >= static_cast<size_t>(kMaxInFlight))
     pump_until_done(*impl_->in_flight.front());
 
@@ -917,7 +918,9 @@ void DistributedWorker::feed(int rank) {
       }
       case HostArgKind::kScalar:
         wire_arg.kind = wire::DispatchArg::kScalar;
-        wire_arg.scalar = arg.value;
+        wire_arg.scalar =
+            arg.scalar_bits(run.program->scalars(),
+                            scalar_values(run.program->scalars(), run.options.scalars));
         break;
     }
     message.args.push_back(std::move(wire_arg));

@@ -1,5 +1,5 @@
 // DistributedWorker: the execute layer's handle on a set of rank agents
-// (DESIGN §1, §3). prepare() gets the agents — launching `mpirun -n <world>
+// (docs/architecture.md, docs/protocol.md). prepare() gets the agents — launching `mpirun -n <world>
 // pypto-rank` itself, or waiting for agents someone else launched — ships each
 // rank its next_levels/<r>/ of every registered program, has them assemble
 // their kernels and create the programs' windows; then any number of run()s or
@@ -96,6 +96,9 @@ struct DistributedRunOptions {
   // Zero the program's windows before the run (collective). Off: windows keep what
   // the previous run left in them (persistent).
   bool reset_windows = true;
+  // NAME=VALUE (as --scalar): values of the program's scalar parameters
+  // instead of the defaults its build records.
+  std::vector<std::string> scalars;
 };
 
 // One dispatch of one rank, as it came back.

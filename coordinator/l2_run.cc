@@ -59,8 +59,11 @@ L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& re
                direction_name(program.params()[i].direction), args.sources[i]);
 
   ChipWorker worker(settings.config_for(program.platform()), settings.cores);
+  DispatchContext context = settings.context();
+  for (const ScalarValue& v : start.scalars) context.scalars.push_back(v.abi_bits());
+  out << scalars_line(program, start.scalars);
   try {
-    outcome.result = worker.run(program, args.tensors, settings.context());
+    outcome.result = worker.run(program, args.tensors, context);
   } catch (const std::exception& e) {
     write_l2_report_html(program, outcome, exit_code_of(e) != ExitCode::kFail ? "INFRA" : "FAIL",
                          e.what());
@@ -82,7 +85,8 @@ L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& re
 
   try {
     if (request.validate)
-      outcome.validation = validate_and_report(program, args.tensors, outcome.output_dir, out);
+      outcome.validation = validate_and_report(program, args.tensors, outcome.output_dir, out, {},
+                                               request.expected);
   } catch (const std::exception& e) {
     write_l2_report_html(program, outcome, "FAIL", e.what());
     throw;

@@ -219,6 +219,8 @@ L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const Run
   run_options.config = settings.config_for(program.platform());
   run_options.dispatch_timeout = settings.timeout;
   run_options.wait_timeout = settings.wait_timeout;
+  run_options.scalars = request.scalars;
+  out << scalars_line(program, start.scalars);
 
   std::unique_ptr<DistributedWorker> worker;
   try {
@@ -259,7 +261,8 @@ L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const Run
   try {
     if (request.validate)
       outcome.validation =
-          validate_and_report(program, args.tensors, outcome.output_dir, out, locate_in(program));
+          validate_and_report(program, args.tensors, outcome.output_dir, out, locate_in(program),
+                              request.expected);
   } catch (const std::exception& e) {
     write_report(program, outcome, "FAIL", e.what());
     throw;

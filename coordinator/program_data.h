@@ -17,14 +17,15 @@ struct ProgramData {
   std::filesystem::path dir;
   std::string name;
   std::vector<ParamInfo> params;
+  std::vector<ScalarParam> scalars;  // with the defaults golden/ was computed with
   std::optional<GoldenSpec> golden;
 
   ProgramData(const CompiledProgram& program)  // NOLINT(google-explicit-constructor)
       : dir(program.dir()), name(program.name()), params(program.params()),
-        golden(program.golden()) {}
+        scalars(program.scalars()), golden(program.golden()) {}
   ProgramData(const DistributedCompiledProgram& program)  // NOLINT(google-explicit-constructor)
       : dir(program.dir()), name(program.name()), params(program.params()),
-        golden(program.golden()) {}
+        scalars(program.scalars()), golden(program.golden()) {}
 };
 
 }  // namespace pypto::coord

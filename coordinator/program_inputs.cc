@@ -65,10 +65,10 @@ Tensor allocate_output(const ProgramData& program, const ParamInfo& p, std::stri
 
 }  // namespace
 
-InputOverride parse_input_override(const std::string& text) {
+InputOverride parse_input_override(const std::string& text, const std::string& flag) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UsageError("--input '" + text + "': expected NAME=FILE.npy, e.g. --input a=a.npy");
+    throw UsageError(flag + " '" + text + "': expected NAME=FILE.npy, e.g. " + flag + " a=a.npy");
   return {text.substr(0, eq), fs::path(text.substr(eq + 1))};
 }
 

@@ -20,7 +20,8 @@ struct InputOverride {
 };
 
 // Parses "NAME=FILE.npy"; throws UsageError for any other shape.
-InputOverride parse_input_override(const std::string& text);
+// `flag` names the option in the message (--input, --expected).
+InputOverride parse_input_override(const std::string& text, const std::string& flag = "--input");
 
 struct ProgramArguments {
   std::vector<Tensor> tensors;        // one per parameter, in call order

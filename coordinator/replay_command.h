@@ -1,5 +1,5 @@
 // pypto-coord replay <dir>: re-run a build after hand edits of kernel .cpp or
-// .pto files without recompiling from the program (DESIGN §5): splice
+// .pto files without recompiling from the program (docs/cache-and-replay.md): splice
 // ptoas/*.pto bodies into the kernels, invalidate the binary cache, then run
 // exactly as `run`.
 #pragma once

@@ -11,6 +11,13 @@ void add_run_args(CLI::App& cmd, RunArgs& args) {
   cmd.add_option("--input", args.inputs,
                  "NAME=FILE.npy: data of In/InOut parameter NAME instead of "
                  "golden/inputs/NAME.npy (repeatable)");
+  cmd.add_option("--scalar", args.scalars,
+                 "NAME=VALUE: value of scalar parameter NAME instead of the default the build "
+                 "records (repeatable)");
+  cmd.add_option("--expected", args.expected,
+                 "NAME=FILE.npy: with --validate, the expected output NAME instead of "
+                 "golden/expected/NAME.npy (repeatable; needed when --input or --scalar "
+                 "differ from the golden data)");
   cmd.add_option("--output-dir", args.output_dir,
                  "write the outputs to DIR/<name>.npy instead of <dir>/outputs/");
   cmd.add_flag("--validate", args.validate,
@@ -22,6 +29,9 @@ void add_run_args(CLI::App& cmd, RunArgs& args) {
 RunRequest make_run_request(const RunArgs& args) {
   RunRequest request;
   for (const std::string& text : args.inputs) request.inputs.push_back(parse_input_override(text));
+  request.scalars = args.scalars;
+  for (const std::string& text : args.expected)
+    request.expected.push_back(parse_input_override(text, "--expected"));
   if (args.output_dir) {
     if (args.output_dir->empty()) throw UsageError("--output-dir: the directory name is empty");
     request.output_dir = fs::path(*args.output_dir);

@@ -18,6 +18,8 @@ namespace pypto::coord {
 struct RunArgs {
   std::string dir;
   std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::vector<std::string> scalars;   // NAME=VALUE
+  std::vector<std::string> expected;  // NAME=FILE.npy
   std::optional<std::string> output_dir;
   bool validate = false;
   DispatchFlags dispatch;

@@ -21,15 +21,21 @@ namespace fs = std::filesystem;
 // What a run (L2 or L3) is asked for beyond its dispatch flags.
 struct RunRequest {
   std::vector<InputOverride> inputs;
+  std::vector<std::string> scalars;     // --scalar NAME=VALUE
+  std::vector<InputOverride> expected;  // --expected NAME=FILE.npy: instead of golden/expected
   std::optional<fs::path> output_dir;  // <dir>/outputs when unset
   bool validate = false;
 };
 
 // The start every run shares: refuses --validate without golden/ (UsageError),
 // prepares the arguments (program_inputs.h), removes the outputs an earlier run left.
+// With --validate it also refuses (UsageError) inputs or scalars other than
+// those golden/expected was computed from, unless --expected gives every
+// expected output.
 struct RunStart {
   ProgramArguments args;
   fs::path output_dir;
+  std::vector<ScalarValue> scalars;  // one per scalar parameter: the default or --scalar
 };
 RunStart start_run(const ProgramData& program, const RunRequest& request);
 
@@ -50,8 +56,13 @@ using MismatchLocator = std::function<std::string(const OutputComparison&)>;
 // --validate: compares, prints "validation: passed (...)", or prints the failure and
 // throws ValidationError naming each differing output, its first mismatch and where
 // the actual outputs are.
+// `expected` (--expected) replaces golden/expected/<name>.npy for the outputs it names.
 ValidationReport validate_and_report(const ProgramData& program, const std::vector<Tensor>& args,
                                      const fs::path& output_dir, std::ostream& out,
-                                     const MismatchLocator& locate = {});
+                                     const MismatchLocator& locate = {},
+                                     const std::vector<InputOverride>& expected = {});
+
+// "scalars: alpha=2.5, b=1\n", or "" for a program without scalar parameters.
+std::string scalars_line(const ProgramData& program, const std::vector<ScalarValue>& values);
 
 }  // namespace pypto::coord

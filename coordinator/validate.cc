@@ -162,7 +162,8 @@ int ValidationReport::failures() const {
   return n;
 }
 
-ValidationReport validate_outputs(const ProgramData& program, const std::vector<Tensor>& args) {
+ValidationReport validate_outputs(const ProgramData& program, const std::vector<Tensor>& args,
+                                  const std::vector<InputOverride>& given) {
   if (!program.golden)
     throw UsageError(program.dir.string() + " has no golden/ to validate against");
   const GoldenSpec& golden = *program.golden;
@@ -174,13 +175,23 @@ ValidationReport validate_outputs(const ProgramData& program, const std::vector<
     size_t i = 0;
     while (i < params.size() && params[i].name != name) ++i;
     if (i == params.size()) continue;  // GoldenSpec::load rejects unknown outputs
-    const std::string display = sidecar_display(program.dir, "golden/expected/" + name + ".npy");
+    fs::path file = GoldenSpec::expected_path(program.dir, name);
+    std::string display = sidecar_display(program.dir, "golden/expected/" + name + ".npy");
+    for (const InputOverride& o : given)
+      if (o.name == name) {
+        file = o.file;
+        display = o.file.string();
+      }
     Tensor expected;
     try {
-      expected = read_npy(GoldenSpec::expected_path(program.dir, name));
+      expected = read_npy(file);
     } catch (const Error& e) {
       throw InfraError(std::string("expected output '") + name + "': " + e.what());
     }
+    const bool user_file = file != GoldenSpec::expected_path(program.dir, name);
+    if (user_file && (expected.dtype() != params[i].dtype || expected.shape() != args[i].shape()))
+      throw UsageError("--expected " + name + "=" + display + ": holds " + expected.describe() +
+                       ", but output '" + name + "' is " + args[i].describe());
     if (expected.dtype() != params[i].dtype)
       throw ArtifactError(display, "",
                           "holds " + expected.describe() + ", but output '" + name + "' is " +

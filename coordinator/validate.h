@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coordinator/program_data.h"
+#include "coordinator/program_inputs.h"
 #include "common/tensor.h"
 
 namespace pypto::coord {
@@ -53,7 +54,10 @@ struct ValidationReport {
 // parameter in call order. Needs program.golden. A golden/expected file
 // that cannot be read or has another dtype than its parameter is an
 // ArtifactError (exit 3): the directory is broken, not the program.
-ValidationReport validate_outputs(const ProgramData& program, const std::vector<Tensor>& args);
+// `expected` (NAME=FILE.npy, --expected) replaces golden/expected/<name>.npy for
+// the outputs it names.
+ValidationReport validate_outputs(const ProgramData& program, const std::vector<Tensor>& args,
+                                  const std::vector<InputOverride>& expected = {});
 
 // "[3, 17]".
 std::string index_text(const std::vector<int64_t>& index);

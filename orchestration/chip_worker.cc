@@ -205,6 +205,16 @@ ChipRunResult ChipWorker::run(const CompiledProgram& program, std::vector<Tensor
   }
   call.windows = context.windows;
   call.scalars = context.scalars;
+  const int expected_scalars = count_kinds(program.orchestration().signature, false);
+  if (call.scalars.empty() && expected_scalars > 0 &&
+      program.scalars().size() == static_cast<size_t>(expected_scalars)) {
+    // No scalars given: the defaults the build records (compiled_meta.json "scalars").
+    for (const ScalarParam& s : program.scalars()) call.scalars.push_back(s.value.abi_bits());
+  }
+  if (call.scalars.size() != static_cast<size_t>(expected_scalars))
+    throw UsageError("program '" + program.name() + "' takes " +
+                     std::to_string(expected_scalars) + " scalar(s), but " +
+                     std::to_string(call.scalars.size()) + " were given");
   call.comm = context.comm;
   call.comm_state = context.comm_state;
 

@@ -32,6 +32,8 @@ struct DispatchContext {
   // window set), its scalars, and the comm table kernels reach them through
   // (nullptr: L2's table, where every call fails).
   std::vector<pypto_window> windows;
+  // Scalars in the kernel ABI's encoding (ScalarValue::abi_bits); empty on L2:
+  // the defaults compiled_meta.json records.
   std::vector<int64_t> scalars;
   const pypto_comm_api* comm = nullptr;
   void* comm_state = nullptr;

@@ -1,6 +1,6 @@
 // CompiledProgram::operator(): the artifact layer's convenience call,
 // defined here in the execute layer so that artifact/ never depends on it
-// (DESIGN §1: calling a program object forwards to a worker).
+// (docs/architecture.md: calling a program object forwards to a worker).
 #include "artifact/compiled_program.h"
 #include "orchestration/chip_worker.h"
 

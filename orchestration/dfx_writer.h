@@ -1,4 +1,4 @@
-// Writes one dispatch's DFX files (DESIGN §8, docs/dfx.md) from the
+// Writes one dispatch's DFX files (docs/dfx.md) from the
 // DispatchRecord the chip runtime filled. Each switch is independent and
 // writes only its own files.
 #pragma once

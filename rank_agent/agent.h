@@ -1,4 +1,4 @@
-// pypto-rank: one rank agent of an L3 run (DESIGN §3, docs/protocol.md
+// pypto-rank: one rank agent of an L3 run (docs/protocol.md
 // "Sequence"). The control thread (the caller of run()) owns the DEALER to
 // the coordinator: it says HELLO, waits for WELCOME, answers MANIFEST with
 // NEED, hands BLOBS / RESET / DISPATCH / SHUTDOWN to the worker thread in

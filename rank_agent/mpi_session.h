@@ -1,4 +1,4 @@
-// The rank agent's MPI environment (DESIGN §3, data plane): MPI init/finalize
+// The rank agent's MPI environment (docs/windows.md): MPI init/finalize
 // as one RAII object, the thread level MPI actually granted and what it
 // limits, rank/world/host, the node-local communicator, and MPI errors turned
 // into pypto errors instead of aborting the job.

@@ -1,4 +1,4 @@
-// Window buffers as MPI-3 windows (DESIGN §3 data plane, docs/windows.md).
+// Window buffers as MPI-3 windows (docs/windows.md).
 //
 // A WindowSet is every window of a run, created collectively by all ranks of
 // the world from the same list of specs and kept alive across dispatches

@@ -2,7 +2,7 @@
 // blocking receive: the coordinator binds a ROUTER, each agent connects a
 // DEALER. receive() sleeps in zmq_poll until a message arrives or the timeout
 // passes; nothing on the control plane ever busy-polls (8 agents share 2
-// cores on the development machines, DESIGN §3).
+// cores on the development machines, docs/protocol.md).
 #pragma once
 
 #include <chrono>

@@ -66,7 +66,7 @@ enum class Role { kCoordinator, kAgent };
 // Shared value types.
 
 // An error reported by an agent: the message and the exit-code class it maps to
-// (1 FAIL: the program is wrong, 3 INFRA: setup), DESIGN §9.
+// (1 FAIL: the program is wrong, 3 INFRA: setup), docs/errors.md.
 struct WireError {
   std::string message;
   int32_t exit_code = 0;

@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "common/npy.h"
 #include "tests/e2e/l3_util.h"
 
 namespace pypto::e2e {
@@ -63,6 +64,82 @@ TEST(ExampleL2Test, SoftmaxOnOneChipCompilesRunsAndValidates) {
   CoordResult r = coord({"run", dir.string(), "--validate"});
   ASSERT_EQ(r.exit_code, 0) << r.all();
   EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
+}
+
+TEST(ExampleScalarsTest, AxpbRunsOnOneChipWithItsDefaultsAndWithScalarFlags) {
+  const fs::path dir = scratch_dir("example_axpb");
+  CoordResult c = run_split({PYPTO_COMPILE_BIN, (kExamples / "axpb.ptl").string(), "-o",
+                                               dir.string(), "--scalar", "alpha=2.5",
+                                               "--scalar", "b=0.1"});
+  ASSERT_EQ(c.exit_code, 0) << c.all();
+  CoordResult r = coord({"run", dir.string(), "--validate"});
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "scalars: alpha=2.5, b=0.1\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
+
+  // Another alpha: golden/expected no longer applies, and the run says so.
+  r = coord({"run", dir.string(), "--scalar", "alpha=0.5", "--validate"});
+  EXPECT_EQ(r.exit_code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "--scalar alpha=0.5 differs from the 2.5 golden/ was computed with"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "--expected y=FILE.npy")) << r.err;
+
+  // Run it without --validate, then validate a second run against those outputs.
+  r = coord({"run", dir.string(), "--scalar", "alpha=0.5", "--output-dir",
+             (dir / "half").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  const Tensor x = read_npy(dir / "golden/inputs/x.npy");
+  const Tensor y = read_npy(dir / "half/y.npy");
+  const auto* xs = static_cast<const float*>(x.data());
+  const auto* ys = static_cast<const float*>(y.data());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(ys[i], xs[i] * 0.5f + 0.1f) << i;
+  r = coord({"run", dir.string(), "--scalar", "alpha=0.5", "--validate", "--expected",
+             "y=" + (dir / "half/y.npy").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
+
+  r = coord({"run", dir.string(), "--scalar", "alpha=big"});
+  EXPECT_EQ(r.exit_code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "--scalar alpha=big: 'big' is not a number")) << r.err;
+}
+
+TEST(ExampleScalarsTest, AxpbWorldRunsOnTwoRanksWithHostScalars) {
+  const fs::path dir = scratch_dir("example_axpb_world");
+  CoordResult c = run_split({PYPTO_COMPILE_BIN, (kExamples / "axpb_world.ptl").string(), "-o",
+                                               dir.string(), "--world", "2", "--scalar",
+                                               "alpha=-1.5"});
+  ASSERT_EQ(c.exit_code, 0) << c.all();
+  CoordResult r = coord({"run", dir.string(), "--validate"}, l3_env("axpb_world"));
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
+  // A different b reaches every rank.
+  r = coord({"run", dir.string(), "--scalar", "b=4", "--output-dir", (dir / "b4").string()},
+            l3_env("axpb_world"));
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  const Tensor x = read_npy(dir / "golden/inputs/x.npy");
+  const Tensor y = read_npy(dir / "b4/y.npy");
+  const auto* xs = static_cast<const float*>(x.data());
+  const auto* ys = static_cast<const float*>(y.data());
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(ys[i], xs[i] * -1.5f + 4.0f) << i;
+  EXPECT_TRUE(survivors("axpb_world").empty());
+}
+
+TEST(ExampleScalarsTest, ValidateRefusesGoldenDataMadeFromOtherInputs) {
+  const fs::path dir = scratch_dir("example_axpb_input");
+  CoordResult c = run_split({PYPTO_COMPILE_BIN, (kExamples / "axpb.ptl").string(), "-o",
+                                               dir.string()});
+  ASSERT_EQ(c.exit_code, 0) << c.all();
+  Tensor mine = read_npy(dir / "golden/inputs/x.npy");
+  static_cast<float*>(mine.data())[0] += 1.0f;
+  write_npy(dir / "mine.npy", mine);
+  CoordResult r = coord({"run", dir.string(), "--input", "x=" + (dir / "mine.npy").string(),
+                         "--validate"});
+  EXPECT_EQ(r.exit_code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "differs from golden/inputs/x.npy")) << r.err;
+  // The same data as golden/inputs validates.
+  r = coord({"run", dir.string(), "--input",
+             "x=" + (dir / "golden/inputs/x.npy").string(), "--validate"});
+  EXPECT_EQ(r.exit_code, 0) << r.all();
 }
 
 }  // namespace

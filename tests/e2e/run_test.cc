@@ -73,8 +73,21 @@ TEST(RunCommandTest, InputOverrideReplacesGoldenInput) {
   ASSERT_EQ(r.exit_code, 0) << r.all();
   for (float v : f32_values(read_npy(dir / "outputs/f.npy"))) ASSERT_EQ(v, 30.0f);  // 5 * 6
 
-  // The same data no longer matches golden/expected.
+  // golden/expected was computed from other inputs: --validate refuses to compare with it...
   r = coord({"run", dir.string(), "--input", "a=" + ones.string(), "--validate"});
+  EXPECT_EQ(r.exit_code, 2) << r.all();
+  EXPECT_TRUE(contains(r.err, "differs from golden/inputs/a.npy")) << r.all();
+  EXPECT_TRUE(contains(r.err, "--expected f=FILE.npy")) << r.all();
+  // ...and validates against expected outputs given with --expected.
+  const fs::path thirty = dir.parent_path() / "thirty.npy";
+  write_npy(thirty, f32_filled({4, 64}, 30.0f));
+  r = coord({"run", dir.string(), "--input", "a=" + ones.string(), "--validate", "--expected",
+             "f=" + thirty.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "validation: passed")) << r.all();
+  write_npy(thirty, f32_filled({4, 64}, 31.0f));
+  r = coord({"run", dir.string(), "--input", "a=" + ones.string(), "--validate", "--expected",
+             "f=" + thirty.string()});
   EXPECT_EQ(r.exit_code, 1) << r.all();
   EXPECT_TRUE(contains(r.err, "output 'f': 256 of 256 elements differ")) << r.all();
 }

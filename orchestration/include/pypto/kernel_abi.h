@@ -1,4 +1,4 @@
-/* PyPTO kernel and orchestration ABI (DESIGN §6).
+/* PyPTO kernel and orchestration ABI (docs/windows.md).
  *
  * Kernels and chip orchestrations are compiled by the host C++ compiler at run
  * time against this header; the runtime was compiled at install time. The
