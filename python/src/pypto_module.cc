@@ -485,6 +485,18 @@ int replay_main(const std::string& prog, const std::vector<std::string>& argv) {
 
 }  // namespace
 
+// What run() and submit() take from Python: the arguments (arrays kept alive
+// while the run may use them) and the run options.
+struct PendingRun {
+  PendingRun(const DistributedCompiledProgram& program, const py::list& values,
+             const py::object& config, bool reset_windows, std::optional<double> timeout_s)
+      : args(run_arguments(program.params(), values, program.name(), arrays)),
+        options(distributed_run_options(program, config, reset_windows, timeout_s)) {}
+  std::vector<py::array> arrays;
+  std::vector<RunArgument> args;
+  DistributedRunOptions options;
+};
+
 }  // namespace pypto::python
 
 using namespace pypto;
@@ -704,16 +716,12 @@ PYBIND11_MODULE(_core, m) {
           [](DistributedWorker& worker, const DistributedCompiledProgram& program,
              const py::list& values, const py::object& config, bool reset_windows,
              std::optional<double> dispatch_timeout_s) {
-            std::vector<py::array> arrays;
-            std::vector<RunArgument> args =
-                run_arguments(program.params(), values, program.name(), arrays);
-            const DistributedRunOptions options =
-                distributed_run_options(program, config, reset_windows, dispatch_timeout_s);
+            PendingRun run(program, values, config, reset_windows, dispatch_timeout_s);
             DistributedRunResult r;
             {
               py::gil_scoped_release release;
-              r = worker.run(program, args, options);
-              write_dfx_if_asked(worker, program, options, r);
+              r = worker.run(program, run.args, run.options);
+              write_dfx_if_asked(worker, program, run.options, r);
             }
             return distributed_result_dict(r);
           },
@@ -724,17 +732,14 @@ PYBIND11_MODULE(_core, m) {
           [](DistributedWorker& worker, const DistributedCompiledProgram& program,
              const py::list& values, const py::object& config, bool reset_windows,
              std::optional<double> dispatch_timeout_s) {
-            std::vector<py::array> arrays;
-            std::vector<RunArgument> args =
-                run_arguments(program.params(), values, program.name(), arrays);
-            const DistributedRunOptions options =
-                distributed_run_options(program, config, reset_windows, dispatch_timeout_s);
+            PendingRun run(program, values, config, reset_windows, dispatch_timeout_s);
             RunHandle handle;
             {
               py::gil_scoped_release release;
-              handle = worker.submit(program, std::move(args), options);
+              handle = worker.submit(program, std::move(run.args), run.options);
             }
-            return PyRunHandle(std::move(handle), arrays, worker, program, options);
+            return PyRunHandle(std::move(handle), std::move(run.arrays), worker, program,
+                               run.options);
           },
           py::arg("program"), py::arg("arrays"), py::arg("config"), py::arg("reset_windows"),
           py::arg("dispatch_timeout_s") = py::none())
