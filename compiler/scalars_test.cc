@@ -12,6 +12,7 @@
 #include "artifact/distributed_compiled_program.h"
 #include "common/npy.h"
 #include "compiler/driver.h"
+#include "compiler/test_util.h"
 
 namespace pypto::compiler {
 namespace {
@@ -31,13 +32,7 @@ Ran run(const CompileArgs& args) {
 
 const fs::path kExamples = fs::path(PYPTO_COMPILER_TESTDATA) / ".." / ".." / "examples";
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 ("pypto_scalars_" + std::to_string(::getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir.parent_path());
-  return dir;
-}
+fs::path scratch(const std::string& name) { return testing::scratch_dir(name, false); }
 
 fs::path write_program(const std::string& name, const std::string& text) {
   const fs::path file = scratch(name + ".ptl");
