@@ -28,6 +28,21 @@ fs::path temp_sibling(const fs::path& path) {
                                std::to_string(::getpid()) + "." + std::to_string(counter++));
 }
 
+namespace {
+
+// The process's file-mode creation mask, read without changing it (umask(2) can
+// only be read by setting it, which races with other threads creating files).
+fs::perms creation_mask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Umask:", 0) == 0)
+      return static_cast<fs::perms>(std::stoul(line.substr(6), nullptr, 8));
+  return fs::perms::group_write | fs::perms::others_write;  // the usual 022
+}
+
+}  // namespace
+
 void write_file_atomic(const fs::path& path, std::string_view data, fs::perms mode) {
   if (path.has_parent_path()) fs::create_directories(path.parent_path());
   const fs::path tmp = temp_sibling(path);
@@ -49,7 +64,8 @@ void write_file_atomic(const fs::path& path, std::string_view data, fs::perms mo
   }
   ::close(fd);
   std::error_code ec;
-  fs::permissions(tmp, mode, ec);
+  // As open(2) does: the user's umask takes bits away (umask 077 keeps outputs private).
+  fs::permissions(tmp, mode & ~creation_mask(), ec);
   fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp);

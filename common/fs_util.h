@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 std::string read_file(const fs::path& path);
 
 // Writes `data` to `path` atomically: readers see the old file or the new one,
-// never a prefix. Creates parent directories. `mode` sets permission bits.
+// never a prefix. Creates parent directories. `mode` sets permission bits, less
+// those the process's umask clears, as open(2) would.
 void write_file_atomic(const fs::path& path, std::string_view data, fs::perms mode =
                            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                            fs::perms::others_read);
