@@ -19,16 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int code;
-  std::string out, err;
-};
-
-Ran run(const CompileArgs& args) {
-  std::ostringstream out, err;
-  const int code = run_compile(args, out, err);
-  return Ran{code, out.str(), err.str()};
-}
+using testing::Ran;
+using testing::run;
 
 const fs::path kExamples = fs::path(PYPTO_COMPILER_TESTDATA) / ".." / ".." / "examples";
 

@@ -13,10 +13,23 @@
 #include <string>
 
 #include "compiler/checker.h"
+#include "compiler/driver.h"
 #include "compiler/loader.h"
 #include "compiler/source.h"
 
 namespace pypto::compiler::testing {
+
+// One pypto-compile run in this process: its exit code and what it printed.
+struct Ran {
+  int code;
+  std::string out, err;
+};
+
+inline Ran run(const CompileArgs& args) {
+  std::ostringstream out, err;
+  const int code = run_compile(args, out, err);
+  return Ran{code, out.str(), err.str()};
+}
 
 // <TempDir>/pypto_compiler_test_<pid>/<name>, removed first (and created when
 // `create`); the whole <pid> directory is removed when the test process exits,

@@ -300,11 +300,10 @@ bool Job::wait_session_empty(Clock::time_point deadline) {
   }
 }
 
-ExitStatus Job::kill_all() {
-  if (pid_ < 0) return status_.value_or(ExitStatus{});
-  if (finished_) return *status_;
+void Job::kill_session() {
   signal_all(SIGKILL);
   if (!status_) reap(0);
+  // SIGKILL is prompt; repeat it for anything forked meanwhile.
   const auto kill_deadline = Clock::now() + std::chrono::seconds(2);
   while (!wait_session_empty(std::min(kill_deadline, Clock::now() + milliseconds(100)))) {
     if (Clock::now() >= kill_deadline) {
@@ -313,6 +312,12 @@ ExitStatus Job::kill_all() {
     }
     signal_session(pid_, SIGKILL);
   }
+}
+
+ExitStatus Job::kill_all() {
+  if (pid_ < 0) return status_.value_or(ExitStatus{});
+  if (finished_) return *status_;
+  kill_session();
   finished_ = true;
   close_fd(pidfd_);
   return *status_;
@@ -329,17 +334,7 @@ ExitStatus Job::stop(milliseconds grace) {
     signal_all(SIGCONT);
     if (!status_) wait_for(milliseconds(ms_until(deadline)));
     if (!(status_ && wait_session_empty(deadline))) {
-      signal_all(SIGKILL);
-      if (!status_) reap(0);
-      // SIGKILL is prompt; repeat it for anything forked meanwhile.
-      const auto kill_deadline = Clock::now() + std::chrono::seconds(2);
-      while (!wait_session_empty(std::min(kill_deadline, Clock::now() + milliseconds(100)))) {
-        if (Clock::now() >= kill_deadline) {
-          log::warn("processes of the job {} survived SIGKILL (uninterruptible?)", pid_);
-          break;
-        }
-        signal_session(pid_, SIGKILL);
-      }
+      kill_session();
     }
   }
   finished_ = true;

@@ -100,6 +100,9 @@ class Job {
   bool reap(int options);
   void signal_all(int signal);
   bool wait_session_empty(std::chrono::steady_clock::time_point deadline);
+  // SIGKILL to the whole job, repeated for anything forked meanwhile, until its
+  // session is empty (2 s at most); reaps the leader.
+  void kill_session();
 
   pid_t pid_ = -1;
   int pidfd_ = -1;
