@@ -143,6 +143,8 @@ struct AgentWorker::Build {
   // sidecar nor re-checks the binary cache (kPreparePlatform's binaries).
   std::optional<KernelConfig> config;
   AssembledBinaries binaries;
+  // Window id -> the resident tensor living in that window's first bytes.
+  std::map<int64_t, uint64_t> occupants;
 };
 
 AgentWorker::AgentWorker(std::function<void()> notify)
@@ -368,6 +370,7 @@ void AgentWorker::prepare(PrepareJob& job) {
   try {
     if (in_step && (!build.windows || build.windows_spec != manifest.windows)) {
       if (build.windows) {
+        evict_all(build);
         build.windows.reset();
         std::erase(build_order_, manifest.build);
       }
@@ -416,7 +419,11 @@ void AgentWorker::reset(const ResetJob& job) {
                    3};
   } else {
     try {
-      it->second->windows->reset();
+      // Resident tensors living in a window are data, not scratch: kept.
+      std::map<int, size_t> kept;
+      for (const auto& [window, id] : it->second->occupants)
+        kept[static_cast<int>(window)] = residents_.at(id).data.nbytes();
+      it->second->windows->reset(kept);
       ready.ok = true;
     } catch (const std::exception& e) {
       dirty_ = true;
@@ -457,6 +464,20 @@ void AgentWorker::dispatch(DispatchJob& job) {
     DispatchContext context;
     size_t frame = 0;
     std::set<int64_t> placed;  // windows holding an in-place argument
+
+    // A resident part living in a window this dispatch uses for anything but
+    // that part moves back to its own buffer first (kernels may write there).
+    std::map<int64_t, std::optional<uint64_t>> window_use;  // window -> resident placed whole
+    for (const wire::DispatchArg& arg : d.args) {
+      if (arg.window_id < 0) continue;
+      std::optional<uint64_t>& use = window_use[arg.window_id];
+      if (arg.kind == wire::DispatchArg::kResident && !use && whole_part(arg))
+        use = arg.resident_id;
+    }
+    for (const auto& [window, use] : window_use) {
+      auto occupant = build.occupants.find(window);
+      if (occupant != build.occupants.end() && use != occupant->second) evict(build, window);
+    }
     for (size_t i = 0; i < d.args.size(); ++i) {
       const wire::DispatchArg& arg = d.args[i];
       if (arg.kind == wire::DispatchArg::kTensor || arg.kind == wire::DispatchArg::kResident) {
@@ -478,7 +499,25 @@ void AgentWorker::dispatch(DispatchJob& job) {
                              "', which already holds another argument of the dispatch");
           std::optional<std::span<const std::byte>> input;
           Tensor resident;  // packed: its bytes go into the window, and back after the run
-          if (arg.kind == wire::DispatchArg::kResident) {
+          if (arg.kind == wire::DispatchArg::kResident && window_use[arg.window_id] &&
+              *window_use[arg.window_id] == arg.resident_id) {
+            // The whole part: it moves into the window and stays there.
+            ResidentPart& part = resident_part(arg, what);
+            auto occupant = build.occupants.find(arg.window_id);
+            if (occupant != build.occupants.end() && occupant->second == arg.resident_id) {
+              tensor = place_in_window(*build.windows, arg.window_id, arg.window, param,
+                                       std::nullopt, where);
+            } else {
+              if (param.is_input()) input = part.data.bytes();
+              tensor = place_in_window(*build.windows, arg.window_id, arg.window, param, input,
+                                       where);
+              if (part.window >= 0) builds_.at(part.build)->occupants.erase(part.window);
+              part.data = tensor;
+              part.build = d.build;
+              part.window = arg.window_id;
+              build.occupants[arg.window_id] = arg.resident_id;
+            }
+          } else if (arg.kind == wire::DispatchArg::kResident) {
             resident = resident_box(arg, what);
             if (param.is_input()) {
               const Tensor packed = resident.is_contiguous() ? resident : resident.contiguous();
@@ -620,12 +659,12 @@ void AgentWorker::resident(ResidentJob& job) {
     if (op.op == wire::Resident::kAlloc) {
       if (residents_.count(op.id)) throw InfraError(what + " is already allocated");
       const DType dtype = parse_dtype(op.dtype).value_or(DType::kF32);  // the decoder checked it
-      residents_.emplace(op.id, Tensor::empty(dtype, op.shape));
+      residents_.emplace(op.id, ResidentPart{Tensor::empty(dtype, op.shape), {}, -1});
     } else {
       auto it = residents_.find(op.id);
       if (it == residents_.end())
         throw InfraError(what + " is not allocated on this rank (freed, or never allocated)");
-      Tensor& part = it->second;
+      Tensor& part = it->second.data;
       if (op.op == wire::Resident::kWrite) {
         const zmq::message_t& bytes = job.payloads.at(0);
         if (bytes.size() != part.nbytes())
@@ -641,6 +680,7 @@ void AgentWorker::resident(ResidentJob& job) {
         done.has_data = true;
         done.nbytes = bytes.size();
       } else {
+        if (it->second.window >= 0) builds_.at(it->second.build)->occupants.erase(it->second.window);
         residents_.erase(it);
       }
     }
@@ -665,7 +705,7 @@ Tensor AgentWorker::resident_box(const wire::DispatchArg& arg, const std::string
   if (it == residents_.end())
     throw InfraError(what + " is bound to resident tensor " + std::to_string(arg.resident_id) +
                      ", which is not allocated on " + where());
-  const Tensor& part = it->second;
+  const Tensor& part = it->second.data;
   const DType dtype = parse_dtype(arg.tensor.dtype).value_or(DType::kF32);
   bool inside = dtype == part.dtype() && arg.offsets.size() == part.shape().size() &&
                 arg.tensor.shape.size() == part.shape().size();
@@ -678,6 +718,35 @@ Tensor AgentWorker::resident_box(const wire::DispatchArg& arg, const std::string
                      std::to_string(arg.resident_id) + "'s part " + part.describe() + " on " +
                      where());
   return part.slice(arg.offsets, arg.tensor.shape);
+}
+
+AgentWorker::ResidentPart& AgentWorker::resident_part(const wire::DispatchArg& arg,
+                                                       const std::string& what) {
+  resident_box(arg, what);  // checks that it exists and that the box lies inside it
+  return residents_.at(arg.resident_id);
+}
+
+bool AgentWorker::whole_part(const wire::DispatchArg& arg) const {
+  auto it = residents_.find(arg.resident_id);
+  if (it == residents_.end()) return false;
+  const Tensor& part = it->second.data;
+  return arg.tensor.shape == part.shape() && part.is_contiguous() &&
+         std::all_of(arg.offsets.begin(), arg.offsets.end(), [](int64_t o) { return o == 0; }) &&
+         parse_dtype(arg.tensor.dtype) == part.dtype();
+}
+
+void AgentWorker::evict(Build& build, int64_t window) {
+  auto occupant = build.occupants.find(window);
+  if (occupant == build.occupants.end()) return;
+  ResidentPart& part = residents_.at(occupant->second);
+  Tensor own = Tensor::empty(part.data.dtype(), part.data.shape());
+  own.copy_from(part.data);
+  part = ResidentPart{std::move(own), {}, -1};
+  build.occupants.erase(occupant);
+}
+
+void AgentWorker::evict_all(Build& build) {
+  while (!build.occupants.empty()) evict(build, build.occupants.begin()->first);
 }
 
 bool AgentWorker::shutdown() {

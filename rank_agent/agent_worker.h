@@ -118,6 +118,16 @@ class AgentWorker {
 
  private:
   struct Build;
+  // A resident tensor's part on this rank. Bound whole to an in-place argument
+  // it moves into that window and stays there (`data` is then a view of the
+  // window's bytes and the build's `occupants` names it), so later runs copy it
+  // neither in nor out; it moves back to a buffer of its own before anything
+  // else uses the window.
+  struct ResidentPart {
+    Tensor data;
+    std::string build;  // where it lives when in a window
+    int64_t window = -1;
+  };
 
   void main();
   void post(WorkerOutput output);
@@ -127,6 +137,14 @@ class AgentWorker {
   void resident(ResidentJob& job);
   // The box a kResident dispatch argument names, a view of the part this agent holds.
   Tensor resident_box(const wire::DispatchArg& arg, const std::string& where) const;
+  // Moves the resident part living in `window` of `build` (if any) back into a
+  // buffer of its own, so the window can hold something else.
+  void evict(Build& build, int64_t window);
+  // The part a kResident argument names (checked as resident_box does), and
+  // whether the argument binds all of it.
+  ResidentPart& resident_part(const wire::DispatchArg& arg, const std::string& what);
+  bool whole_part(const wire::DispatchArg& arg) const;
+  void evict_all(Build& build);
   bool shutdown();
   void node_barrier();
   std::string where() const;
@@ -149,7 +167,7 @@ class AgentWorker {
   std::unique_ptr<ChipWorker> chip_;
   // Resident tensors (docs/resident-tensors.md): this rank's parts, by id; they
   // live until FREE or the end of the job.
-  std::map<uint64_t, Tensor> residents_;
+  std::map<uint64_t, ResidentPart> residents_;
   // An earlier step failed: peers may not be able to join a collective
   // teardown, so SHUTDOWN skips it.
   bool dirty_ = false;

@@ -397,8 +397,9 @@ void WindowSet::allocate_rma(Window& w, uint64_t bytes) {
   w.model = flag ? *model : MPI_WIN_SEPARATE;
 }
 
-void WindowSet::zero(Window& w) {
-  std::memset(w.local, 0, w.spec.bytes);
+void WindowSet::zero(Window& w, size_t from) {
+  if (from < w.spec.bytes)
+    std::memset(static_cast<std::byte*>(w.local) + from, 0, w.spec.bytes - from);
   if (w.path == CommPath::kRma) {
     auto lock = session_.lock();
     check_mpi(MPI_Win_sync(w.win), "MPI_Win_sync(window '" + w.spec.name + "')");
@@ -781,10 +782,13 @@ void* WindowSet::peer_pointer(int id, int peer) const {
   return w.path == CommPath::kShm ? w.peer[peer] : nullptr;
 }
 
-void WindowSet::reset() {
+void WindowSet::reset(const std::map<int, size_t>& kept) {
   collective_barrier("window reset");
-  for (Window& w : windows_)
-    if (w.member) zero(w);
+  for (size_t i = 0; i < windows_.size(); ++i) {
+    if (!windows_[i].member) continue;
+    auto it = kept.find(static_cast<int>(i));
+    zero(windows_[i], it == kept.end() ? 0 : it->second);
+  }
   collective_barrier("window reset");
 }
 

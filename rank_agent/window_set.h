@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <cstdint>
@@ -119,8 +120,10 @@ class WindowSet {
   void* peer_pointer(int id, int peer) const;
 
   // Collective over the world: zeroes every window (or one), fenced by
-  // barriers so no peer's store lands before the zeroing.
-  void reset();
+  // barriers so no peer's store lands before the zeroing. `kept[id]` bytes at
+  // the start of window `id` are left as they are: they hold a resident
+  // tensor that lives in the window (docs/resident-tensors.md), not scratch.
+  void reset(const std::map<int, size_t>& kept = {});
   void reset(int id);
 
  private:
@@ -153,7 +156,7 @@ class WindowSet {
   int32_t read_cell_unchecked(const Window& w, uint64_t offset) const;
   void release() const;  // this rank's stores -> visible to peers
   void acquire() const;  // peers' completed stores -> visible to this rank
-  void zero(Window& w);
+  void zero(Window& w, size_t from = 0);
   void collective_barrier(const char* what) const;
   void barrier_on(MPI_Comm comm, std::chrono::milliseconds timeout, const char* what) const;
   void start_progress();

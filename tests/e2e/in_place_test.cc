@@ -160,18 +160,35 @@ TEST(InPlaceTest, PersistentWindowsKeepDataAcrossRunsOfAPreparedWorker) {
   std::vector<float> sum(static_cast<size_t>(per_rank), 0.0f);
   for (int64_t r = 0; r < kWorld; ++r)
     for (int64_t e = 0; e < per_rank; ++e) sum[e] += s_in.data_as<float>()[r * per_rank + e];
-  for (int run = 1; run <= 2; ++run) {
-    worker->run(program, resident_args);
+  // s, read back, is `factor` times the allreduced sum on every rank.
+  auto expect_s = [&](float factor, const std::string& when) {
+    SCOPED_TRACE(when);
     Tensor s_out = Tensor::empty(DType::kF32, s_in.shape());
     worker->copy_from(s, s_out);
     for (int64_t r = 0; r < kWorld; ++r)
-      for (int64_t e = 0; e < per_rank; ++e)
-      {
-        const float want = sum[e] * (run == 1 ? 1.0f : static_cast<float>(kWorld));
+      for (int64_t e = 0; e < per_rank; ++e) {
+        const float want = sum[e] * factor;
         ASSERT_NEAR(s_out.data_as<float>()[r * per_rank + e], want, 1e-5f * (1 + std::abs(want)))
-            << "run " << run << ", rank " << r << ", element " << e;
+            << "rank " << r << ", element " << e;
       }
-  }
+  };
+  // The part moves into the window on the first run and stays there: the
+  // windows' reset before each run keeps it, and the second run reduces the
+  // first one's result.
+  worker->run(program, resident_args);
+  expect_s(1.0f, "after the first resident run");
+  worker->run(program, resident_args);
+  expect_s(static_cast<float>(kWorld), "after the second resident run");
+  // A run with a host tensor in that window moves the part out first, intact.
+  std::vector<Tensor> shipped = round_inputs(program, 0);
+  worker->run(program, shipped);
+  expect_s(static_cast<float>(kWorld), "after a run with a host tensor in s's window");
+  // New data written while the part lives in the window is what the next run sees.
+  worker->copy_to(s, s_in);
+  worker->run(program, resident_args);
+  worker->copy_to(s, s_in);
+  worker->run(program, resident_args);
+  expect_s(1.0f, "after copy_to into the part living in the window");
 
   worker->close();
   EXPECT_TRUE(survivors(tag).empty());
