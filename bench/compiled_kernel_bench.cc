@@ -47,7 +47,7 @@
 #include "common/tensor.h"
 #include "compiler/driver.h"
 #include "orchestration/chip_worker.h"
-#include "orchestration/include/pypto/tile.h"
+#include "include/pypto/tile.h"
 
 namespace pypto::bench {
 namespace {

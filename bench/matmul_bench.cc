@@ -37,7 +37,7 @@
 #include "common/log.h"
 #include "common/tensor.h"
 #include "orchestration/chip_worker.h"
-#include "orchestration/include/pypto/tile.h"
+#include "include/pypto/tile.h"
 
 namespace pypto::bench {
 namespace {

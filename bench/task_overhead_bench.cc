@@ -24,7 +24,7 @@
 
 #include "common/error.h"
 #include "orchestration/chip_runtime.h"
-#include "orchestration/include/pypto/kernel_abi.h"
+#include "include/pypto/kernel_abi.h"
 
 namespace pypto::bench {
 namespace {

@@ -1,5 +1,5 @@
 // Element types shared by sidecars, tensors, .npy files and the kernel ABI.
-// The numeric values equal pypto_dtype in orchestration/include/pypto/kernel_abi.h.
+// The numeric values equal pypto_dtype in include/pypto/kernel_abi.h.
 #pragma once
 
 #include <cstddef>

@@ -162,7 +162,7 @@ TEST(CodegenOrchestrationTest, GeneratedSourceCompiles) {
   const fs::path obj = dir / "body.o";
   SubprocessResult r = run_subprocess(
       {"c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-c", "-I",
-       std::string(PYPTO_SOURCE_DIR) + "/orchestration/include", src.string(), "-o", obj.string()});
+       std::string(PYPTO_SOURCE_DIR) + "/include", src.string(), "-o", obj.string()});
   EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << g.source;
 }
 

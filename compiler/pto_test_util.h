@@ -94,7 +94,7 @@ inline std::string build_kernel(const std::string& dir, const std::string& unit,
                      << "  ptoas_" << unit << "(args);\n}\n";
   const std::string log = dir + "/" + unit + "_cc.log";
   const std::string cmd = "c++ -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -shared -I" +
-                          repo_root() + "/orchestration/include " + src + " -o " + so + " > " +
+                          repo_root() + "/include " + src + " -o " + so + " > " +
                           log + " 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream in(log);

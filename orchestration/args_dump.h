@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "orchestration/include/pypto/kernel_abi.h"
+#include "include/pypto/kernel_abi.h"
 
 namespace pypto::chip {
 

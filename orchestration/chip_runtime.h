@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "orchestration/dispatch_record.h"
-#include "orchestration/include/pypto/kernel_abi.h"
+#include "include/pypto/kernel_abi.h"
 #include "orchestration/pmu.h"
 #include "orchestration/tensor_map.h"
 

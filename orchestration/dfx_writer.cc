@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/fs_util.h"
 #include "common/json_reader.h"
-#include "orchestration/include/pypto/kernel_abi.h"
+#include "include/pypto/kernel_abi.h"
 
 namespace pypto::chip {
 

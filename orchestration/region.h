@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "orchestration/include/pypto/kernel_abi.h"
+#include "include/pypto/kernel_abi.h"
 
 namespace pypto::chip {
 

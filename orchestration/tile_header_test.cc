@@ -13,7 +13,7 @@
 #include "artifact/compiled_program.h"
 #include "common/npy.h"
 #include "orchestration/chip_worker.h"
-#include "orchestration/include/pypto/tile.h"
+#include "include/pypto/tile.h"
 #include "tests/fixture_copy.h"
 
 namespace pypto {

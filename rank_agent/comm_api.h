@@ -1,5 +1,5 @@
 // The kernel-side communication table (pypto_comm_api in
-// orchestration/include/pypto/kernel_abi.h) over a WindowSet. A dispatch on
+// include/pypto/kernel_abi.h) over a WindowSet. A dispatch on
 // an L3 rank sets ctx->comm = comm_api() and ctx->comm_state = &its
 // CommState; every call checks its arguments, and a failure (bad window,
 // peer, range, alignment, dtype; wait or barrier deadline; an MPI error)

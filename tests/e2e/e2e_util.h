@@ -133,7 +133,7 @@ inline std::string fixture_fingerprint(const std::string& rel) {
     for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
   };
   for (const fs::path& root :
-       {kFixtures / rel, fs::path(PYPTO_SOURCE_DIR) / "orchestration/include"}) {
+       {kFixtures / rel, fs::path(PYPTO_SOURCE_DIR) / "include"}) {
     std::vector<fs::path> files;
     for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
          ++it) {
