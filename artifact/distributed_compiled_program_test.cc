@@ -92,6 +92,28 @@ TEST_F(DistributedCompiledProgramTest, EveryRankNeedsItsSubBuild) {
                                      "next_levels/5/kernel_config.json", ""));
 }
 
+TEST_F(DistributedCompiledProgramTest, ASubBuildLinkedFromOutsideTheBuildIsRefused) {
+  fs::path dir = copy();
+  fs::path outside = scratch_.copy_of(l3_fixture(), "outside") / "next_levels/2";
+  fs::remove_all(dir / "next_levels/2");
+  fs::create_directory_symlink(outside, dir / "next_levels/2");
+  EXPECT_TRUE(FailsWithArtifactError([&] { DistributedCompiledProgram::from_dir(dir); },
+                                     "next_levels/2", ""));
+  std::string msg =
+      testing::message_of<ArtifactError>([&] { DistributedCompiledProgram::from_dir(dir); });
+  EXPECT_TRUE(contains(msg, "symbolic link")) << msg;
+  EXPECT_TRUE(contains(msg, "outside the build directory")) << msg;
+}
+
+TEST_F(DistributedCompiledProgramTest, ALinkedNextLevelsFolderFromOutsideIsRefused) {
+  fs::path dir = copy();
+  fs::path outside = scratch_.copy_of(l3_fixture(), "outside") / "next_levels";
+  fs::remove_all(dir / "next_levels");
+  fs::create_directory_symlink(outside, dir / "next_levels");
+  EXPECT_TRUE(FailsWithArtifactError([&] { DistributedCompiledProgram::from_dir(dir); },
+                                     "next_levels", ""));
+}
+
 TEST_F(DistributedCompiledProgramTest, SubBuildErrorsNameTheRankFile) {
   fs::path dir = copy();
   fs::remove(dir / "next_levels/6/kernels/aiv/reduce_step.cpp");
