@@ -17,6 +17,16 @@ void report(const pypto_kernel_ctx* ctx, const std::string& message) {
     log::error("{}", message);  // a context without hooks still leaves a trace
 }
 
+// The kernel line of the next comm call on this thread (set_call_site); each
+// kernel runs on one worker thread, so no other kernel can overwrite it.
+thread_local const char* call_file = nullptr;
+thread_local int32_t call_line = 0;
+
+std::string at_call_site() {
+  if (call_file == nullptr) return "";
+  return " (at " + std::string(call_file) + ":" + std::to_string(call_line) + ")";
+}
+
 // Runs `body` against the dispatch's CommState; C++ errors stop here, at the
 // C boundary, and become report_error + -1.
 template <typename Body>
@@ -29,13 +39,15 @@ int guarded(const pypto_kernel_ctx* ctx, const char* call, Body&& body) {
                     "agent sets it for L3 dispatches");
     return -1;
   }
+  const std::string site = at_call_site();
+  call_file = nullptr;  // a site names only the call it was set for
   try {
     body(*state);
     return 0;
   } catch (const std::exception& e) {
-    report(ctx, e.what());
+    report(ctx, e.what() + site);
   } catch (...) {
-    report(ctx, "rank " + std::to_string(state->rank()) + ": " + call + ": unknown error");
+    report(ctx, "rank " + std::to_string(state->rank()) + ": " + call + ": unknown error" + site);
   }
   return -1;
 }
@@ -115,8 +127,14 @@ void* peer_pointer(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank) {
   return pointer;
 }
 
-const pypto_comm_api kCommApi = {remote_load, remote_store, put,     get,
-                                 notify,      wait,         barrier, peer_pointer};
+void set_call_site(const pypto_kernel_ctx*, const char* file, int32_t line) {
+  call_file = file;
+  call_line = line;
+}
+
+const pypto_comm_api kCommApi = {remote_load, remote_store, put,          get,
+                                 notify,      wait,         barrier,      peer_pointer,
+                                 set_call_site};
 
 }  // namespace
 

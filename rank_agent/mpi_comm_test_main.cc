@@ -424,6 +424,14 @@ TEST(Comm, WaitDeadlineNamesEverything) {
                              "last seen 0 after 0.";
   EXPECT_THAT(k.last_error(), HasSubstr(prefix));
   EXPECT_THAT(k.last_error(), HasSubstr(" s (--wait-timeout); a peer never notified it"));
+  EXPECT_THAT(k.last_error(), Not(HasSubstr(" (at ")));
+  // The pto_runtime.h wrapper names its caller's line before the wait; the
+  // error carries it, and only for the call it was set for.
+  k.comm()->set_call_site(k.c(), "kernels/aiv/step.cpp", 42);
+  EXPECT_EQ(k.comm()->wait(k.c(), 0, 8, PYPTO_CMP_GE, 1), -1);
+  EXPECT_THAT(k.last_error(), HasSubstr(" (at kernels/aiv/step.cpp:42)"));
+  EXPECT_EQ(k.comm()->wait(k.c(), 0, 8, PYPTO_CMP_GE, 1), -1);
+  EXPECT_THAT(k.last_error(), Not(HasSubstr(" (at ")));
   if (R() == 0) std::printf("[rank 0] %s\n", k.last_error().c_str());
   CommState long_state(ws, kTimeout);
   FakeKernel sync(ws, long_state);

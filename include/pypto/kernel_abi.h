@@ -100,6 +100,10 @@ typedef struct pypto_comm_api {
   /* A pointer to the peer's copy when it is directly addressable (shared-memory
    * windows), else NULL: then use remote_load/remote_store/put/get. */
   void* (*peer_pointer)(const struct pypto_kernel_ctx* ctx, int32_t window, int32_t rank);
+  /* Names the source line of the comm call that follows on this thread, so a
+   * wait that fails can say where it is. Last member: kernels built before it
+   * never read it. */
+  void (*set_call_site)(const struct pypto_kernel_ctx* ctx, const char* file, int32_t line);
 } pypto_comm_api;
 
 /* DFX and error hooks the runtime provides to every kernel. */

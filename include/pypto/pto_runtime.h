@@ -445,10 +445,13 @@ struct Kernel {
     if (!cell(w, name, off, &b, "notify")) return false;
     return args->ctx->comm->notify(args->ctx, id, (int32_t)peer, b, (int32_t)value, op) == 0;
   }
+  // The defaulted file/line are the caller's: a failed wait names the kernel line.
   bool wait(int32_t id, const pypto_tensor& w, const char* name, const int64_t* off, int32_t cmp,
-            int64_t value) const {
+            int64_t value, const char* file = __builtin_FILE(),
+            int line = __builtin_LINE()) const {
     uint64_t b = 0;
     if (!cell(w, name, off, &b, "wait")) return false;
+    args->ctx->comm->set_call_site(args->ctx, file, line);
     return args->ctx->comm->wait(args->ctx, id, b, cmp, (int32_t)value) == 0;
   }
 
