@@ -50,10 +50,12 @@ int no_notify(const pypto_kernel_ctx*, int32_t, int32_t, uint64_t, int32_t, int3
 int no_wait(const pypto_kernel_ctx*, int32_t, uint64_t, int32_t, int32_t) { return -1; }
 int no_barrier(const pypto_kernel_ctx*) { return -1; }
 void* no_peer(const pypto_kernel_ctx*, int32_t, int32_t) { return nullptr; }
+void no_call_site(const pypto_kernel_ctx*, const char*, int32_t) {}
 
 const pypto_kernel_hooks kHooks = {record_error, no_tag};
 const pypto_comm_api kNoComm = {no_remote_load, no_remote_store, no_put,     no_get,
-                                no_notify,      no_wait,         no_barrier, no_peer};
+                                no_notify,      no_wait,         no_barrier, no_peer,
+                                no_call_site};
 
 pypto_tensor tensor(void* data, pypto_dtype dtype, std::vector<int64_t> shape,
                     std::vector<int64_t> strides = {}, int64_t offset = 0) {
@@ -434,7 +436,8 @@ int fake_wait(const pypto_kernel_ctx* ctx, int32_t w, uint64_t off, int32_t cmp,
   return -1;
 }
 const pypto_comm_api kFakeComm = {fake_remote_load, fake_remote_store, fake_put, no_get,
-                                  fake_notify,      fake_wait,         no_barrier, no_peer};
+                                  fake_notify,      fake_wait,         no_barrier, no_peer,
+                                  no_call_site};
 
 // The reduce_step (compiler/testdata/reduce.ptl) on two ranks: notify,
 // wait, remote loads; every rank ends with the sum of both inputs.
