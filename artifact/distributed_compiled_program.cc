@@ -180,27 +180,30 @@ DistributedCompiledProgram DistributedCompiledProgram::from_dir(
   p.dir_ = dir;
   p.meta_ = DistributedMeta::load(dir);
   p.host_orch_ = HostOrch::load(dir);
-  // Every rank's sub-build must be there; a missing one is reported as its
-  // missing kernel_config.json.
   // A symlinked next_levels/ or next_levels/<r> pointing out of the build
   // would be shipped to the agents as if it were part of it; refuse it.
   std::error_code canon_ec;
   const fs::path build_root = fs::weakly_canonical(dir, canon_ec);
+  const auto refuse_link_out_of_build = [&](const fs::path& link) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(link, ec))) return;
+    const fs::path target = fs::weakly_canonical(link, ec);
+    const auto rel = target.lexically_relative(build_root);
+    if (ec || canon_ec || rel.empty() || *rel.begin() == "..")
+      throw ArtifactError(link.lexically_normal().generic_string(), "",
+                          "is a symbolic link to " + target.generic_string() +
+                              ", outside the build directory " + build_root.generic_string() +
+                              "; a build must contain its own sub-builds",
+                          "Replace the link with a copy of the sub-build, or " +
+                              recompile_remedy(dir));
+  };
+  refuse_link_out_of_build(dir / fs::path(kNextLevelsDir));
+  // Every rank's sub-build must be there; a missing one is reported as its
+  // missing kernel_config.json.
   for (int64_t r = 0; r < p.meta_.world_size; ++r) {
     fs::path sub = next_level_dir(dir, r);
+    refuse_link_out_of_build(sub);
     std::error_code ec;
-    for (const fs::path& link : {dir / fs::path(kNextLevelsDir), sub}) {
-      if (!fs::is_symlink(fs::symlink_status(link, ec))) continue;
-      const fs::path target = fs::weakly_canonical(link, ec);
-      const auto rel = target.lexically_relative(build_root);
-      if (ec || canon_ec || rel.empty() || *rel.begin() == "..")
-        throw ArtifactError(link.lexically_normal().generic_string(), "",
-                            "is a symbolic link to " + target.generic_string() +
-                                ", outside the build directory " + build_root.generic_string() +
-                                "; a build must contain its own sub-builds",
-                            "Replace the link with a copy of the sub-build, or " +
-                                recompile_remedy(dir));
-    }
     if (!fs::exists(sub / fs::path(kKernelConfigFile), ec))
       throw ArtifactError(sidecar_display(sub, kKernelConfigFile), "",
                           "is missing; world_size is " + std::to_string(p.meta_.world_size) +

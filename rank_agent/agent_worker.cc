@@ -499,12 +499,11 @@ void AgentWorker::dispatch(DispatchJob& job) {
                              "', which already holds another argument of the dispatch");
           std::optional<std::span<const std::byte>> input;
           Tensor resident;  // packed: its bytes go into the window, and back after the run
-          if (arg.kind == wire::DispatchArg::kResident && window_use[arg.window_id] &&
-              *window_use[arg.window_id] == arg.resident_id) {
-            // The whole part: it moves into the window and stays there.
-            ResidentPart& part = resident_part(arg, what);
-            auto occupant = build.occupants.find(arg.window_id);
-            if (occupant != build.occupants.end() && occupant->second == arg.resident_id) {
+          if (arg.kind == wire::DispatchArg::kResident &&
+              window_use[arg.window_id] == arg.resident_id) {
+            // The whole part (whole_part checked it): it moves into the window and stays there.
+            ResidentPart& part = residents_.at(arg.resident_id);
+            if (part.build == d.build && part.window == arg.window_id) {
               tensor = place_in_window(*build.windows, arg.window_id, arg.window, param,
                                        std::nullopt, where);
             } else {
@@ -718,12 +717,6 @@ Tensor AgentWorker::resident_box(const wire::DispatchArg& arg, const std::string
                      std::to_string(arg.resident_id) + "'s part " + part.describe() + " on " +
                      where());
   return part.slice(arg.offsets, arg.tensor.shape);
-}
-
-AgentWorker::ResidentPart& AgentWorker::resident_part(const wire::DispatchArg& arg,
-                                                       const std::string& what) {
-  resident_box(arg, what);  // checks that it exists and that the box lies inside it
-  return residents_.at(arg.resident_id);
 }
 
 bool AgentWorker::whole_part(const wire::DispatchArg& arg) const {

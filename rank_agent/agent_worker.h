@@ -140,9 +140,7 @@ class AgentWorker {
   // Moves the resident part living in `window` of `build` (if any) back into a
   // buffer of its own, so the window can hold something else.
   void evict(Build& build, int64_t window);
-  // The part a kResident argument names (checked as resident_box does), and
-  // whether the argument binds all of it.
-  ResidentPart& resident_part(const wire::DispatchArg& arg, const std::string& what);
+  // Whether a kResident argument binds all of an existing part, contiguous.
   bool whole_part(const wire::DispatchArg& arg) const;
   void evict_all(Build& build);
   bool shutdown();

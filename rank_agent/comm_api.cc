@@ -22,9 +22,9 @@ void report(const pypto_kernel_ctx* ctx, const std::string& message) {
 thread_local const char* call_file = nullptr;
 thread_local int32_t call_line = 0;
 
-std::string at_call_site() {
-  if (call_file == nullptr) return "";
-  return " (at " + std::string(call_file) + ":" + std::to_string(call_line) + ")";
+std::string at_call_site(const char* file, int32_t line) {
+  if (file == nullptr) return "";
+  return " (at " + std::string(file) + ":" + std::to_string(line) + ")";
 }
 
 // Runs `body` against the dispatch's CommState; C++ errors stop here, at the
@@ -39,15 +39,18 @@ int guarded(const pypto_kernel_ctx* ctx, const char* call, Body&& body) {
                     "agent sets it for L3 dispatches");
     return -1;
   }
-  const std::string site = at_call_site();
-  call_file = nullptr;  // a site names only the call it was set for
+  // A site names only the call it was set for; its text is built only on failure.
+  const char* const file = call_file;
+  const int32_t line = call_line;
+  call_file = nullptr;
   try {
     body(*state);
     return 0;
   } catch (const std::exception& e) {
-    report(ctx, e.what() + site);
+    report(ctx, e.what() + at_call_site(file, line));
   } catch (...) {
-    report(ctx, "rank " + std::to_string(state->rank()) + ": " + call + ": unknown error" + site);
+    report(ctx, "rank " + std::to_string(state->rank()) + ": " + call + ": unknown error" +
+                    at_call_site(file, line));
   }
   return -1;
 }
