@@ -25,10 +25,14 @@ enum BuiltinContext : unsigned {
   kAnywhere = kInKernel | kInChip | kInHost,
 };
 
+class BuiltinCall;  // builtins.cc: one call being checked, with the shared argument checks
+
 struct BuiltinInfo {
   const char* name;
   unsigned contexts;
   const char* signature;  // for messages and docs/language.md
+  // Checks a call in an allowed context (every argument present): its type, or an error.
+  Type (*check)(BuiltinCall& call);
 };
 
 // nullptr when `name` is not a builtin.
@@ -112,6 +116,7 @@ class Checker {
   void check_tile_fits(Span span, const Type& tile, const char* buffer, int64_t limit);
   void check_tile_fits_core(Span span, const Type& tile);
   const Function* current() const { return fn_; }
+  int64_t world() const { return world_; }
   const BufferLimits& limits() const { return limits_; }
   // Name of an expression for messages: "'inp'" or "this argument".
   static std::string describe(const Expr& e);
