@@ -9,16 +9,16 @@
 #include <utility>
 
 #include "artifact/distributed_compiled_program.h"
+#include "artifact/scalar_param.h"
 #include "common/error.h"
 #include "common/npy.h"
 #include "common/run_config.h"
-#include "artifact/scalar_param.h"
-#include "compiler/checker.h"
-#include "compiler/interp_values.h"
-#include "compiler/codegen_build.h"
-#include "compiler/kernel_lowering.h"
-#include "compiler/loader.h"
-#include "compiler/reference_interpreter.h"
+#include "compiler/check/checker.h"
+#include "compiler/codegen/codegen_build.h"
+#include "compiler/codegen/kernel_lowering.h"
+#include "compiler/frontend/loader.h"
+#include "compiler/interp/interp_values.h"
+#include "compiler/interp/reference_interpreter.h"
 
 namespace pypto::compiler {
 

@@ -72,7 +72,7 @@ TEST(DriverTest, UsageErrorsExitTwo) {
   EXPECT_NE(r.err.find("pass --check"), std::string::npos);
 }
 
-// -o DIR writes the build (compiler/codegen_driver_test.cc has the details);
+// -o DIR writes the build (compiler/codegen/codegen_driver_test.cc has the details);
 // with neither --check nor -o there is nothing to do.
 TEST(DriverTest, NeitherCheckNorOutputIsUsage) {
   CompileArgs a = check_args(testdata("softmax.ptl"));

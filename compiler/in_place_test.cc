@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "artifact/host_orch.h"
-#include "compiler/codegen_host_plan.h"
-#include "compiler/reference_interpreter.h"
+#include "compiler/codegen/codegen_host_plan.h"
+#include "compiler/interp/reference_interpreter.h"
 #include "compiler/test_util.h"
 
 namespace pypto::compiler {

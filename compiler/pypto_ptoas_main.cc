@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/ptoas_tool.h"
+#include "compiler/pto/ptoas_tool.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -12,10 +12,10 @@
 #include <sstream>
 #include <string>
 
-#include "compiler/checker.h"
+#include "compiler/check/checker.h"
 #include "compiler/driver.h"
-#include "compiler/loader.h"
-#include "compiler/source.h"
+#include "compiler/frontend/loader.h"
+#include "compiler/frontend/source.h"
 
 namespace pypto::compiler::testing {
 

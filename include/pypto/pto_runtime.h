@@ -718,7 +718,7 @@ inline void row_max(int64_t rows, int64_t cols, const T* a, T* c) {
 
 // ---- f16 / bf16 tiles: every element is widened to f32, computed with the
 // f32 operation, and rounded back to nearest even — the reference
-// interpreter's semantics (compiler/interp_tile_ops.cc): a scalar operand or
+// interpreter's semantics (compiler/interp/interp_tile_ops.cc): a scalar operand or
 // fill value is rounded to the dtype first; exp and sqrt are the C library's
 // float functions; row_sum adds in double and rounds once; row_max is exact.
 template <class H>
