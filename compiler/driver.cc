@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/npy.h"
 #include "common/run_config.h"
+#include "common/version.h"
 #include "compiler/check/checker.h"
 #include "compiler/codegen/codegen_build.h"
 #include "compiler/codegen/kernel_lowering.h"
@@ -272,6 +273,7 @@ std::string standard_library_dir() {
 
 int pypto_compile_main(int argc, char** argv) {
   CLI::App app{"pypto-compile: compile a .ptl tile program into a build directory"};
+  app.set_version_flag("--version", version_text("pypto-compile"));
   CompileArgs args;
   app.add_option("program", args.input, "the .ptl program")->required();
   app.add_flag("--check", args.check,

@@ -6,5 +6,5 @@
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  return pypto::compiler::run_ptoas(args, std::cerr);
+  return pypto::compiler::run_ptoas(args, std::cout, std::cerr);
 }

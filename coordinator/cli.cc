@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "coordinator/bench_command.h"
 #include "coordinator/exec_command.h"
 #include "coordinator/inspect_command.h"
@@ -41,6 +42,7 @@ int pypto_coord_main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"pypto-coord: load a PyPTO build directory and drive it"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text("pypto-coord"));
   GlobalOptions global;
 
   InspectArgs inspect;

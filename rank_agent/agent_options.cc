@@ -6,13 +6,10 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/version.h"
 #include "common/wire/blob_store.h"
 #include "common/wire/protocol.h"
 #include "rank_agent/comm_api.h"
-
-#ifndef PYPTO_VERSION
-#define PYPTO_VERSION "unknown"
-#endif
 
 namespace pypto::rank {
 
@@ -32,8 +29,8 @@ std::chrono::milliseconds seconds_option(const char* flag, double value) {
 }  // namespace
 
 std::string agent_version_text() {
-  return std::string("pypto-rank ") + PYPTO_VERSION + " (control protocol " +
-         std::to_string(wire::kProtocolVersion) + ")";
+  return version_text("pypto-rank") + ", control protocol " +
+         std::to_string(wire::kProtocolVersion);
 }
 
 AgentOptions parse_agent_options(int argc, const char* const* argv, bool* help_printed) {
@@ -72,7 +69,7 @@ AgentOptions parse_agent_options(int argc, const char* const* argv, bool* help_p
   app.add_option("--log-level", o.log_level,
                  "debug, info, timing, warn, error or null (default: $PYPTO_RUNTIME_LOG, else "
                  "info)");
-  app.add_flag("--version", o.version, "print the version and the control protocol, then exit");
+  app.add_flag("--version", o.version, "print the version, the source revision and the control protocol, then exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

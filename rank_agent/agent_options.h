@@ -36,7 +36,7 @@ struct AgentOptions {
 AgentOptions parse_agent_options(int argc, const char* const* argv, bool* help_printed = nullptr);
 AgentOptions parse_agent_options(const std::vector<std::string>& args);
 
-// "pypto-rank 0.1.0 (control protocol 1)".
+// "pypto-rank 0.1.0 (source revision 81bd889a1b2c), control protocol 2".
 std::string agent_version_text();
 
 // Where one agent keeps its files, resolved from the options and the environment.

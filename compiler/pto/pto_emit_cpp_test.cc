@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/version.h"
 #include "compiler/interp/interp_values.h"
 #include "compiler/pto/pto_emit_cpp.h"
 #include "compiler/pto/pto_printer.h"
@@ -502,8 +503,8 @@ TEST(PtoEmitCppTest, PtoasToolTranslatesAListing) {
   const std::string dir = mkdtemp(tmpl);
   const std::string pto = dir + "/ints.pto", cpp = dir + "/.ints.tmp-1-0.cpp";
   std::ofstream(pto) << kIntListing;
-  std::ostringstream err;
-  ASSERT_EQ(run_ptoas({pto, "-o", cpp}, err), 0) << err.str();
+  std::ostringstream out, err;
+  ASSERT_EQ(run_ptoas({pto, "-o", cpp}, out, err), 0) << err.str();
   std::ifstream in(cpp);
   std::stringstream body;
   body << in.rdbuf();
@@ -543,18 +544,25 @@ TEST(PtoEmitCppTest, PtoasToolTranslatesAListing) {
 
   // Usage and listing errors.
   std::ostringstream e2;
-  EXPECT_EQ(run_ptoas({pto}, e2), 2);
+  EXPECT_EQ(run_ptoas({pto}, out, e2), 2);
   EXPECT_NE(e2.str().find("usage: pypto-ptoas <unit>.pto -o <unit>.cpp"), std::string::npos);
   std::ostringstream e3;
-  EXPECT_EQ(run_ptoas({pto, "-o", cpp, "--fast"}, e3), 2);
+  EXPECT_EQ(run_ptoas({pto, "-o", cpp, "--fast"}, out, e3), 2);
   std::ofstream(dir + "/bad.pto") << ".kernel bad aiv\n  %a:i64 = rnk\n.end\n";
   std::ostringstream e4;
-  EXPECT_EQ(run_ptoas({dir + "/bad.pto", "-o", dir + "/bad.cpp"}, e4), 1);
+  EXPECT_EQ(run_ptoas({dir + "/bad.pto", "-o", dir + "/bad.cpp"}, out, e4), 1);
   EXPECT_EQ(e4.str(), dir + "/bad.pto:2:12: error: unknown instruction 'rnk'\n  %a:i64 = rnk\n"
                             "           ^~~\n1 error generated.\n");
   EXPECT_FALSE(fs::exists(dir + "/bad.cpp"));
   std::ostringstream e5;
-  EXPECT_EQ(run_ptoas({dir + "/missing.pto", "-o", cpp}, e5), 1);
+  EXPECT_EQ(run_ptoas({dir + "/missing.pto", "-o", cpp}, out, e5), 1);
+  // --help and --version answer on stdout and succeed, like every other command.
+  std::ostringstream help, version, quiet;
+  EXPECT_EQ(run_ptoas({"--help"}, help, quiet), 0);
+  EXPECT_EQ(help.str().rfind("usage: pypto-ptoas <unit>.pto -o <unit>.cpp", 0), 0u);
+  EXPECT_EQ(run_ptoas({"--version"}, version, quiet), 0);
+  EXPECT_EQ(version.str(), version_text("pypto-ptoas") + "\n");
+  EXPECT_EQ(quiet.str(), "");
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

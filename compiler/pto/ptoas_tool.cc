@@ -4,6 +4,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "common/version.h"
 #include "compiler/pto/pto_emit_cpp.h"
 #include "compiler/pto/pto_parser.h"
 
@@ -13,17 +14,22 @@ namespace {
 constexpr const char* kUsage =
     "usage: pypto-ptoas <unit>.pto -o <unit>.cpp\n"
     "  Translates a tile-level kernel listing (docs/pto-format.md) into the C++ body of\n"
-    "  its kernel (static void ptoas_<unit>(const pypto_kernel_args*)).\n";
+    "  its kernel (static void ptoas_<unit>(const pypto_kernel_args*)).\n"
+    "  --version  print the version and the source revision\n";
 }  // namespace
 
-int run_ptoas(const std::vector<std::string>& args, std::ostream& err) {
+int run_ptoas(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string input, output;
   bool have_output = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
-      err << kUsage;
-      return 2;
+      out << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      out << version_text("pypto-ptoas") << "\n";
+      return 0;
     }
     if (a == "-o") {
       if (i + 1 >= args.size() || have_output) {
@@ -72,10 +78,10 @@ int run_ptoas(const std::vector<std::string>& args, std::ostream& err) {
     return 1;
   }
   const std::string cpp = pto::emit_cpp(*unit);
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  if (out) out << cpp;
-  out.close();
-  if (!out) {
+  std::ofstream file_out(output, std::ios::binary | std::ios::trunc);
+  if (file_out) file_out << cpp;
+  file_out.close();
+  if (!file_out) {
     err << "pypto-ptoas: error: cannot write '" << output << "'\n";
     return 3;
   }

@@ -5,6 +5,7 @@
 // (artifact/splice.cc runs it in the ptoas/ directory with relative paths).
 // Exit codes: 0 written; 1 the listing has errors or cannot be read
 // (clang-style diagnostics on `err`); 2 usage; 3 the output cannot be written.
+// --help and --version print to `out` and exit 0.
 #pragma once
 
 #include <iosfwd>
@@ -13,6 +14,6 @@
 
 namespace pypto::compiler {
 
-int run_ptoas(const std::vector<std::string>& args, std::ostream& err);
+int run_ptoas(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace pypto::compiler

@@ -42,9 +42,11 @@ from .errors import (  # noqa: E402
     UsageError,
     ValidationError,
 )
-from . import ir, runtime  # noqa: E402
+from . import _core, ir, runtime  # noqa: E402
 
-__version__ = "0.1.0"
+__version__ = _core.release_version()
+# git describe of the source tree this package was built from.
+__source_revision__ = _core.source_revision()
 
 __all__ = [
     "ArtifactError",

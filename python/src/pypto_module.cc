@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "common/run_config.h"
 #include "common/tensor.h"
+#include "common/version.h"
 #include "compiler/driver.h"
 #include "coordinator/bench_command.h"
 #include "coordinator/dispatch_flags.h"
@@ -432,6 +433,7 @@ std::chrono::milliseconds seconds(double s, const char* what) {
 int run_cli(CLI::App& app, const std::vector<std::string>& argv,
             const std::function<int()>& body) {
   std::vector<std::string> reversed(argv.rbegin(), argv.rend());
+  app.set_version_flag("--version", version_text(app.get_name()));
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
@@ -506,6 +508,8 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "The C++ core of the pypto package (use pypto.ir and pypto.runtime)";
   py::register_exception_translator(translate_errors);
   log::init(std::nullopt);
+  m.def("release_version", [] { return std::string(release_version()); });
+  m.def("source_revision", [] { return std::string(source_revision()); });
 
   m.def("run_config_fields", [] {
     py::list out;

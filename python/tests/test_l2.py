@@ -365,3 +365,14 @@ def test_execute_artifact_dir_in_process(scratch, capfd):
     assert execute_artifact_dir(d, dfx=DfxOptions(enable_dep_gen=True)) == 0
     assert marker_lines(capfd.readouterr().out) == ["PYPTO_EXEC_RESULT=PASS device=0"]
     assert (d / "dfx_outputs" / "deps.json").is_file()
+
+
+def test_every_command_answers_version_like_the_binaries():
+    revision = pypto.__source_revision__
+    assert revision and pypto.__version__
+    for module in ("pypto.runtime.execute_artifact", "pypto.runtime.debug.replay"):
+        r = run_python(["-m", module, "--version"])
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.endswith(f" {pypto.__version__} (source revision {revision})\n")
+    cpp = subprocess.run([coord_binary(), "--version"], capture_output=True, text=True, timeout=60)
+    assert cpp.stdout == f"pypto-coord {pypto.__version__} (source revision {revision})\n"
