@@ -17,6 +17,7 @@
 #include "common/fs_util.h"
 #include "common/npy.h"
 #include "common/run_config.h"
+#include "common/version.h"
 #include "compiler/codegen/codegen_host_plan.h"
 #include "compiler/codegen/codegen_kernel.h"
 #include "compiler/codegen/codegen_orchestration.h"
@@ -216,7 +217,7 @@ BuildSummary write_build(const fs::path& dir, const BuildRequest& request,
   meta.num_return_types = 0;
   meta.platform = request.platform;
   meta.arch = arch_name(platform.arch);
-  meta.compiler_version = kCompilerVersion;
+  meta.compiler_version = std::string("pypto-compile ") + release_version();
 
   // ---- generate everything in memory
   std::optional<HostPlan> plan;

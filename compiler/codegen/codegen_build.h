@@ -25,8 +25,6 @@ namespace pypto::compiler {
 
 namespace fs = std::filesystem;
 
-inline constexpr const char* kCompilerVersion = "pypto-compile 0.1.0";
-
 // Golden data of the entry's parameters, in parameter order.
 struct GoldenData {
   uint64_t seed = 0;
