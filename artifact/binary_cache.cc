@@ -337,6 +337,16 @@ CacheState cache_state(const fs::path& build_dir, const std::string& rel_source,
   return now.ok() && now.key == entry.key ? CacheState::kFresh : CacheState::kStale;
 }
 
+StoreState store_state(const fs::path& source, const std::string& platform,
+                       const std::string& arch, const fs::path& store) {
+  StoreState result;
+  result.key = binary_cache_key(source, platform, arch);
+  std::error_code ec;
+  if (result.key.ok() && fs::exists(store / (result.key.key + ".so"), ec))
+    result.state = CacheState::kFresh;
+  return result;
+}
+
 size_t invalidate_binary_cache(const fs::path& build_dir) {
   const fs::path abs_build = absolute_normal(build_dir);
   size_t removed = 0;

@@ -92,6 +92,18 @@ CacheState cache_state(const std::filesystem::path& build_dir, const std::string
                        const std::string& platform, const std::string& arch,
                        const std::optional<std::filesystem::path>& store = std::nullopt);
 
+// For pypto-coord inspect on an L3 build: its rank agents compile into a
+// host-wide `store` and leave no stamp in the build, so the state is whether
+// `store` holds the binary of the key `source` has now. kFresh: the next run
+// reuses it; kMissing: the next run compiles it (also when the key cannot be
+// established, `key` then empty: such a source is rebuilt every run).
+struct StoreState {
+  CacheState state = CacheState::kMissing;
+  CacheKey key;
+};
+StoreState store_state(const std::filesystem::path& source, const std::string& platform,
+                       const std::string& arch, const std::filesystem::path& store);
+
 // Removes the binaries the stamp lists (only files named like cache binaries),
 // <build_dir>/cache/bin/ and the stamp, then does the same in every
 // next_levels/<r>/. Returns how many binaries were removed.

@@ -196,6 +196,23 @@ TEST_F(BinaryCacheTest, IdenticalSourcesInDifferentRanksShareAKey) {
   EXPECT_NE(key(0, "a2a3sim"), key(2, "a2a3sim"));  // a hand-edited header in rank 2
   EXPECT_NE(key(0, "a2a3sim"), key(0, "a2a3"));
   EXPECT_EQ(compiles(), 0);
+
+  // A host store filled by rank 0's agent serves rank 1's identical source,
+  // not rank 2's edited one; the build itself holds no stamp (store_state).
+  const fs::path store = root_ / "host-bin";
+  const fs::path level0 = build_ / "next_levels/0";
+  auto state = [&](int rank) {
+    return store_state(build_ / "next_levels" / std::to_string(rank) / kKernel, "a2a3sim",
+                       "a2a3", store);
+  };
+  EXPECT_EQ(state(1).state, CacheState::kMissing);
+  assemble(level0, {kKernel}, options(store));
+  EXPECT_EQ(compiles(), 1);
+  EXPECT_EQ(state(1).state, CacheState::kFresh);
+  EXPECT_EQ(state(1).key.key, key(1, "a2a3sim"));
+  EXPECT_EQ(state(2).state, CacheState::kMissing);
+  EXPECT_EQ(store_state(level0 / kKernel, "a2a3sim", "a2a3", root_ / "elsewhere").state,
+            CacheState::kMissing);
 }
 
 TEST_F(BinaryCacheTest, MissingQuotedHeaderFailsClosedAndRebuildsEveryTime) {

@@ -190,7 +190,18 @@ std::string SpliceReport::summary() const {
   std::string text = std::to_string(spliced.size()) + " unit(s) spliced into " +
                      std::to_string(updated_kernels.size()) + " kernel source(s), " +
                      std::to_string(skipped.size()) + " skipped";
-  if (tool_missing) text += " (pypto-ptoas not found)";
+  // Each reason once, counted, in order of first appearance ("8 skipped: 8 up to date").
+  std::vector<std::pair<std::string, size_t>> reasons;
+  for (const SkippedUnit& s : skipped) {
+    auto it = std::find_if(reasons.begin(), reasons.end(),
+                           [&](const auto& r) { return r.first == s.reason; });
+    if (it == reasons.end())
+      reasons.emplace_back(s.reason, 1);
+    else
+      ++it->second;
+  }
+  for (size_t i = 0; i < reasons.size(); ++i)
+    text += (i ? ", " : ": ") + std::to_string(reasons[i].second) + " " + reasons[i].first;
   return text;
 }
 

@@ -141,6 +141,7 @@ TEST_F(SpliceTest, OlderPtoLeavesEverythingUntouched) {
   EXPECT_TRUE(report.spliced.empty());
   ASSERT_EQ(report.skipped.size(), 1u);
   EXPECT_EQ(report.skipped[0].reason, "up to date");
+  EXPECT_EQ(report.summary(), "0 unit(s) spliced into 0 kernel source(s), 1 skipped: 1 up to date");
   EXPECT_EQ(kernel(build_, "add"), kWrapperHead + kOldBody + kWrapperTail);
   EXPECT_EQ(read_file(build_ / "ptoas/add.cpp"), kOldBody);
   EXPECT_FALSE(tool_ran());
@@ -167,6 +168,8 @@ TEST_F(SpliceTest, AbsentToolWarnsAndChangesNothing) {
   EXPECT_TRUE(report.tool_missing);
   EXPECT_TRUE(report.spliced.empty());
   EXPECT_EQ(report.skipped.size(), 2u);
+  EXPECT_EQ(report.summary(),
+            "0 unit(s) spliced into 0 kernel source(s), 2 skipped: 2 pypto-ptoas not found");
   EXPECT_EQ(kernel(build_, "add"), kWrapperHead + kOldBody + kWrapperTail);
   EXPECT_EQ(read_file(build_ / "ptoas/add.cpp"), kOldBody);
   const std::string logged = capture.text();

@@ -50,6 +50,10 @@ int pypto_coord_main(int argc, char** argv) {
       "inspect", "Describe a build directory: kind, platform, ranks, programs, kernels, cache");
   inspect_cmd->add_option("dir", inspect.dir, "build directory")->required();
   inspect_cmd->add_flag("--json", inspect.json, "print the description as JSON");
+  inspect_cmd->add_option("--binary-store", inspect.binary_store,
+                          "L3: the host-wide binary store whose cache state to show (default: "
+                          "pypto-rank's, bin/ beside the blob store $PYPTO_BLOB_STORE, else "
+                          "$XDG_CACHE_HOME/pypto/blobs, else ~/.cache/pypto/blobs)");
   add_log_level(*inspect_cmd, global);
 
   RunArgs run;

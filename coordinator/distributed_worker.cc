@@ -109,10 +109,9 @@ std::optional<fs::path> agents_default_workspace(const std::vector<std::string>&
     if (arg == "--blob-store" && i + 1 < agent_args.size()) store = agent_args[i + 1];
   }
   try {
-    fs::path root = fs::absolute(wire::BlobStore::default_root(store)).lexically_normal();
-    if (root.filename().empty()) root = root.parent_path();
     // make_run_id's ids are made of [A-Za-z0-9-]: the agents use them as they are.
-    return root.parent_path() / "workspaces" / run_id;
+    return wire::BlobStore::cache_root(wire::BlobStore::default_root(store)) / "workspaces" /
+           run_id;
   } catch (const std::exception&) {
     return std::nullopt;  // the agents cannot place one either
   }

@@ -7,6 +7,7 @@
 #include "artifact/build_paths.h"
 #include "artifact/compiled_program.h"
 #include "artifact/distributed_compiled_program.h"
+#include "common/wire/blob_store.h"
 
 namespace pypto::coord {
 
@@ -20,29 +21,42 @@ json signature_json(const std::vector<ArgKind>& signature) {
   return out;
 }
 
-// One chip's programs and kernels with the cache state of every source.
+// One chip's programs and kernels with the cache state of every source: in
+// the chip directory's own stamp and cache/bin/ (L2), or, given `store`, in
+// the host-wide store the rank agents compile into (L3), with the key the
+// source is looked up by there.
 json describe_chip(const fs::path& chip_dir, const KernelConfig& config,
-                   const std::string& platform, const std::string& arch) {
+                   const std::string& platform, const std::string& arch,
+                   const std::optional<fs::path>& store) {
+  auto add_cache = [&](json entry, const std::string& source) {
+    if (!store) {
+      entry["cache"] = cache_state_name(cache_state(chip_dir, source, platform, arch));
+      return entry;
+    }
+    const StoreState state = store_state(chip_dir / source, platform, arch, *store);
+    entry["cache"] = cache_state_name(state.state);
+    entry["key"] = state.key.key;
+    if (!state.key.ok()) entry["key_failure"] = state.key.failure;
+    return entry;
+  };
   json chip;
   chip["runtime"] = config.runtime;
   chip["aicpu_thread_num"] = config.aicpu_thread_num;
   chip["orchestrations"] = json::array();
   for (const auto& o : config.orchestrations)
-    chip["orchestrations"].push_back(
-        {{"name", o.name},
-         {"source", o.source},
-         {"function_name", o.function_name},
-         {"signature", signature_json(o.signature)},
-         {"cache", cache_state_name(cache_state(chip_dir, o.source, platform, arch))}});
+    chip["orchestrations"].push_back(add_cache({{"name", o.name},
+                                                {"source", o.source},
+                                                {"function_name", o.function_name},
+                                                {"signature", signature_json(o.signature)}},
+                                               o.source));
   chip["kernels"] = json::array();
   for (const auto& k : config.kernels)
-    chip["kernels"].push_back(
-        {{"func_id", k.func_id},
-         {"name", k.name},
-         {"core_type", core_type_name(k.core_type)},
-         {"source", k.source},
-         {"signature", signature_json(k.signature)},
-         {"cache", cache_state_name(cache_state(chip_dir, k.source, platform, arch))}});
+    chip["kernels"].push_back(add_cache({{"func_id", k.func_id},
+                                         {"name", k.name},
+                                         {"core_type", core_type_name(k.core_type)},
+                                         {"source", k.source},
+                                         {"signature", signature_json(k.signature)}},
+                                        k.source));
   return chip;
 }
 
@@ -69,9 +83,56 @@ std::string join(const json& list) {
   return out;
 }
 
+// Ranks whose descriptions are equal apart from their number and directory
+// (same programs, sources, content keys and cache states), in rank order of
+// their first member: the text shows each group once.
+struct RankGroup {
+  std::vector<size_t> members;  // indices into the description's "ranks"
+};
+
+std::vector<RankGroup> identical_rank_groups(const json& ranks) {
+  std::vector<RankGroup> groups;
+  std::vector<json> shapes;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    json shape = ranks[i];
+    shape.erase("rank");
+    shape.erase("dir");
+    size_t g = 0;
+    while (g < shapes.size() && shapes[g] != shape) ++g;
+    if (g == shapes.size()) {
+      shapes.push_back(std::move(shape));
+      groups.emplace_back();
+    }
+    groups[g].members.push_back(i);
+  }
+  return groups;
+}
+
+// "0-7" / "0, 2, 4" / "0-3, 5" for the ranks, or with `dirs` their directories
+// the same way ("next_levels/0 … next_levels/7"); three or more consecutive
+// ranks make a range.
+std::string rank_list(const std::vector<int64_t>& ranks, const std::vector<std::string>& dirs,
+                      bool show_dirs) {
+  auto item = [&](size_t i) { return show_dirs ? dirs[i] : std::to_string(ranks[i]); };
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t end = i;
+    while (end + 1 < ranks.size() && ranks[end + 1] == ranks[end] + 1) ++end;
+    if (!out.empty()) out += ", ";
+    if (end >= i + 2) {
+      out += item(i) + (show_dirs ? " … " : "-") + item(end);
+      i = end + 1;
+    } else {
+      out += item(i);
+      ++i;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-json describe_build_dir(const fs::path& dir) {
+json describe_build_dir(const fs::path& dir, const std::optional<fs::path>& binary_store) {
   json d;
   d["dir"] = dir.string();
   const BuildKind kind = detect_build_kind(dir);
@@ -86,7 +147,10 @@ json describe_build_dir(const fs::path& dir) {
     d["device_ids"] = nullptr;  // an L2 run takes its device from the run config
     d["params"] = params_to_json(program.params());
     d["golden"] = golden_json(program.golden());
-    json chip = describe_chip(dir, program.kernel_config(), program.platform(), program.arch());
+    d["binary_store"] = default_binary_store(dir).string();
+    d["binary_store_scope"] = "build";
+    json chip = describe_chip(dir, program.kernel_config(), program.platform(), program.arch(),
+                              std::nullopt);
     chip["rank"] = 0;
     chip["dir"] = ".";
     chip["programs"] = json::array({program.name()});
@@ -110,10 +174,15 @@ json describe_build_dir(const fs::path& dir) {
                             {"shape", w.shape},
                             {"bytes", w.bytes},
                             {"ranks", w.ranks}});
+  // The agents of this host compile into its store (pypto-rank --binary-store),
+  // not into the build, and leave no stamp here: look there, by content key.
+  const fs::path store = wire::host_binary_store(binary_store);
+  d["binary_store"] = store.string();
+  d["binary_store_scope"] = "host";
   d["ranks"] = json::array();
   for (int64_t r = 0; r < program.world_size(); ++r) {
     const ChipBuild& build = program.chip(r);
-    json chip = describe_chip(build.dir, build.config, program.platform(), program.arch());
+    json chip = describe_chip(build.dir, build.config, program.platform(), program.arch(), store);
     chip["rank"] = r;
     chip["dir"] = (fs::path(kNextLevelsDir) / std::to_string(r)).string();
     chip["programs"] = json::array();
@@ -158,8 +227,23 @@ std::string format_description(const json& d) {
           << shape_text(w["shape"].get<std::vector<int64_t>>()) << ", "
           << w["bytes"].get<int64_t>() << " bytes on ranks " << join(w["ranks"]) << "\n";
   }
-  for (const auto& chip : d["ranks"]) {
-    out << "  rank " << chip["rank"].get<int64_t>() << " (" << chip["dir"].get<std::string>()
+  if (d.contains("binary_store")) {
+    out << "  binary store " << d["binary_store"].get<std::string>()
+        << (d["binary_store_scope"] == "host"
+                ? " (this host's rank agents compile into it; --binary-store DIR to look at "
+                  "another)\n"
+                : " (this build's own)\n");
+  }
+  for (const RankGroup& group : identical_rank_groups(d["ranks"])) {
+    const json& chip = d["ranks"][group.members.front()];
+    std::vector<int64_t> ranks;
+    std::vector<std::string> dirs;
+    for (size_t i : group.members) {
+      ranks.push_back(d["ranks"][i]["rank"].get<int64_t>());
+      dirs.push_back(d["ranks"][i]["dir"].get<std::string>());
+    }
+    out << (ranks.size() == 1 ? "  rank " : "  ranks ") << rank_list(ranks, dirs, false) << " ("
+        << rank_list(ranks, dirs, true)
         << "): runs " << (chip["programs"].empty() ? "nothing" : join(chip["programs"])) << "\n";
     for (const auto& o : chip["orchestrations"])
       out << "    program " << o["name"].get<std::string>() << "  " << o["source"].get<std::string>()
@@ -173,7 +257,9 @@ std::string format_description(const json& d) {
 }
 
 int run_inspect(const InspectArgs& args, std::ostream& out) {
-  const json description = describe_build_dir(args.dir);
+  std::optional<fs::path> store;
+  if (!args.binary_store.empty()) store = args.binary_store;
+  const json description = describe_build_dir(args.dir, store);
   if (args.json)
     out << description.dump(2) << "\n";
   else

@@ -60,16 +60,21 @@ int run_replay(const ReplayArgs& args, std::ostream& out) {
   else
     print_splice(rebuild_kernel_cpp_from_pto(dir), out);
 
+  // Rank agents compile into their host's store, keyed by content, and replay
+  // leaves it alone (other builds share its binaries): an edited source is a
+  // new key there and compiles, unchanged ones are reused.
+  const char* agents =
+      "; the rank agents reuse their host store's binaries of unchanged sources and compile "
+      "the sources that changed";
   if (args.no_recompile) {
-    out << "cache: kept (--no-recompile); sources whose content changed are still rebuilt\n";
+    out << "cache: kept (--no-recompile)";
+    out << (distributed ? agents : "; sources whose content changed are still rebuilt") << "\n";
   } else {
     const size_t removed = invalidate_binary_cache(dir);
-    out << "cache: invalidated " << removed << " cached binar" << (removed == 1 ? "y" : "ies")
-        << "; every source is compiled again";
-    // Rank agents compile into their host's store, keyed by content: an edited
-    // source is a new key there, so it compiles; unchanged ones are reused.
-    if (distributed) out << " (rank agents rebuild every source whose content changed)";
-    out << "\n";
+    out << "cache: invalidated " << removed << " cached binar" << (removed == 1 ? "y" : "ies");
+    out << (distributed ? std::string(" in the build directory") + agents
+                        : std::string("; every source is compiled again"))
+        << "\n";
   }
   if (distributed)
     run_l3_program(*l3, request, settings, out);

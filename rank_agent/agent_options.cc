@@ -116,14 +116,10 @@ AgentPaths resolve_agent_paths(const AgentOptions& options, const std::string& r
                                const EnvLookup& env) {
   AgentPaths paths;
   paths.blob_store = fs::absolute(wire::BlobStore::default_root(options.blob_store, env));
-  // The cache root holds blobs/, bin/ and workspaces/ side by side.
-  fs::path store = paths.blob_store.lexically_normal();
-  if (store.filename().empty()) store = store.parent_path();  // a trailing '/'
-  const fs::path cache_root = store.parent_path();
-  paths.binary_store =
-      options.binary_store ? fs::absolute(*options.binary_store) : cache_root / "bin";
+  paths.binary_store = wire::host_binary_store(options.binary_store, paths.blob_store, env);
   paths.workspace_parent = options.workspace ? fs::absolute(*options.workspace)
-                                             : cache_root / "workspaces" / run_id_component(run_id);
+                                             : wire::BlobStore::cache_root(paths.blob_store) /
+                                                   "workspaces" / run_id_component(run_id);
   return paths;
 }
 

@@ -77,6 +77,19 @@ fs::path BlobStore::default_root(const std::optional<fs::path>& explicit_root,
       "XDG_CACHE_HOME to a writable directory");
 }
 
+fs::path BlobStore::cache_root(const fs::path& root) {
+  fs::path store = fs::absolute(root).lexically_normal();
+  if (store.filename().empty()) store = store.parent_path();  // a trailing '/'
+  return store.parent_path();
+}
+
+fs::path host_binary_store(const std::optional<fs::path>& explicit_store,
+                           const std::optional<fs::path>& explicit_blob_store,
+                           const EnvLookup& env) {
+  if (explicit_store && !explicit_store->empty()) return fs::absolute(*explicit_store);
+  return BlobStore::cache_root(BlobStore::default_root(explicit_blob_store, env)) / "bin";
+}
+
 BlobStore::BlobStore(const fs::path& root) : root_(fs::absolute(root)) {
   std::error_code ec;
   fs::create_directories(root_, ec);

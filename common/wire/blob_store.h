@@ -37,6 +37,14 @@ struct MaterializeStats {
   uint64_t bytes_written() const { return bytes_linked + bytes_copied; }
 };
 
+// The host-wide binary store of the rank agents (docs/commands.md, "pypto-rank"):
+// `explicit_store` (absolute) when given, else bin/ beside the blob store that
+// default_root(explicit_blob_store, env) names. pypto-coord inspect uses the same
+// rule to show the store this host's agents compile into.
+fs::path host_binary_store(const std::optional<fs::path>& explicit_store,
+                           const std::optional<fs::path>& explicit_blob_store = std::nullopt,
+                           const EnvLookup& env = process_env());
+
 class BlobStore {
  public:
   // The store's root, first of: `explicit_root`, $PYPTO_BLOB_STORE,
@@ -44,6 +52,10 @@ class BlobStore {
   // available (no HOME).
   static fs::path default_root(const std::optional<fs::path>& explicit_root = std::nullopt,
                                const EnvLookup& env = process_env());
+
+  // The directory that holds a host's blobs/, bin/ and workspaces/ side by side:
+  // the parent of the (absolute, normalised) blob store root `root`.
+  static fs::path cache_root(const fs::path& root);
 
   // Opens (creating it when needed) the store at `root`. Throws InfraError when it cannot.
   explicit BlobStore(const fs::path& root);

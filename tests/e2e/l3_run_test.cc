@@ -69,6 +69,26 @@ TEST(L3RunTest, AllreduceAtWorld8ValidatesAndLaysOutDfxPerRankAndDispatch) {
   EXPECT_TRUE(contains(r.out, "(0 bytes shipped, 0 compile(s)")) << r.out;
   EXPECT_EQ(read_json(dir / "report/run.json")["bytes_shipped"], 0);
   expect_clean(tag);
+
+  // inspect looks in the store those agents compiled into, and shows the 8
+  // identical ranks once (--json keeps one entry per rank).
+  r = coord({"inspect", dir.string()}, l3_env(tag, store));
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "  binary store " + (store / "bin").string() +
+                                  " (this host's rank agents compile into it"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "  ranks 0-7 (next_levels/0 … next_levels/7): runs chip_orch\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "kernels/aiv/reduce_step.cpp  [In, Out, Window, Window]  cache fresh"))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "cache missing")) << r.out;
+  EXPECT_FALSE(contains(r.out, "  rank 1 ")) << r.out;
+  r = coord({"inspect", "--json", dir.string(), "--binary-store", (store / "none").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  const json described = json::parse(r.out);
+  EXPECT_EQ(described["binary_store"], (store / "none").string());
+  ASSERT_EQ(described["ranks"].size(), 8u);
+  EXPECT_EQ(described["ranks"][7]["kernels"][0]["cache"], "missing");
 }
 
 // The allreduce (notify/wait + remote_load) at world 2 and 8, a ring shift (put +
@@ -122,7 +142,11 @@ TEST(L3RunTest, ReplayPicksUpAHandEditOfOneRanksKernel) {
   spit(kernel, source);
   r = coord({"replay", dir.string(), "--validate"}, l3_env(tag));
   ASSERT_EQ(r.exit_code, 0) << r.all();  // an edit that keeps the result still validates
-  EXPECT_TRUE(contains(r.out, "cache: invalidated")) << r.out;
+  EXPECT_TRUE(contains(r.out, "cache: invalidated 0 cached binaries in the build directory; the "
+                              "rank agents reuse their host store's binaries of unchanged sources "
+                              "and compile the sources that changed\n"))
+      << r.out;
+  EXPECT_FALSE(contains(r.out, "every source is compiled again")) << r.out;
   EXPECT_GE(read_json(dir / "report/run.json")["ranks"][1]["compiles"].get<int>(), 1);
   EXPECT_EQ(read_json(dir / "report/run.json")["ranks"][0]["compiles"].get<int>(), 0);
   expect_clean(tag);
