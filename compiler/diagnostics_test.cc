@@ -1691,7 +1691,7 @@ kernel aiv k<N>(a: in f32[N, 8], b: out f32[N, 8]) {}
 chip main(a: in f32[3, 8]) { k(a) }
 )ptl",
      2, Arch::kA2A3,
-     R"diag(t.ptl:2:32: error: argument 1 of 'k' has extent 3 in dimension 1, which is not a multiple of 2 as 'N' needs
+     R"diag(t.ptl:2:32: error: argument 1 of 'k' has extent 3 in dimension 0, which is not a multiple of 2 as 'N' needs
 chip main(a: in f32[3, 8]) { k(a) }
                                ^
 t.ptl:1:20: note: 'a' is declared here

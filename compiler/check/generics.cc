@@ -144,7 +144,7 @@ Function* Checker::instantiate(Expr& call, Function& generic) {
       if (extent % *factor != 0) {
         error(call.args[i]->span, "argument " + std::to_string(i + 1) + " of '" + generic.name +
                                       "' has extent " + std::to_string(extent) + " in dimension " +
-                                      std::to_string(d + 1) + ", which is not a multiple of " +
+                                      std::to_string(d) + ", which is not a multiple of " +
                                       std::to_string(*factor) + " as '" + name + "' needs");
         note(p.type_span, "'" + p.name + "' is declared here");
         ok = false;

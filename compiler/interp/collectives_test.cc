@@ -114,7 +114,7 @@ TEST(CollectivesDiagnosticsTest, ShapesThatDoNotSplitIntoRingChunksAreReported) 
        {"lib/collectives.ptl", library_text()}},
       2);
   EXPECT_NE(run.diagnostics.find("t.ptl:3:22: error: argument 1 of 'allreduce_ring_sum' has "
-                                 "extent 5 in dimension 2, which is not a multiple of 2 as 'B' "
+                                 "extent 5 in dimension 1, which is not a multiple of 2 as 'B' "
                                  "needs"),
             std::string::npos)
       << run.diagnostics;
