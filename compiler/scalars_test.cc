@@ -169,7 +169,7 @@ TEST(CheckAgreesWithOutputTest, EveryExampleAndTestProgram) {
   }
 }
 
-TEST(CheckAgreesWithOutputTest, TheCasesOfIssue15) {
+TEST(CheckAgreesWithOutputTest, ProgramsCheckOnceAcceptedButOutputRejected) {
   // A float literal to a kernel scalar, scalar parameters of the entry, a float
   // constant in a kernel: all compile now. A wait nobody satisfies: both fail.
   expect_check_agrees(write_program("float_literal", R"(

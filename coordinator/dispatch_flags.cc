@@ -16,8 +16,9 @@ namespace {
 
 // PyPTO maps a bare --enable-chip-swimlane to its full level.
 constexpr int kBareSwimlaneLevel = 4;
-// PyPTO's enable_dump_args: 1 partial (tagged tensors), 2 full.
-constexpr int kBareDumpArgsLevel = 2;
+// PyPTO's enable_dump_args: 1 partial (tagged tensors), 2 full; its bare
+// --dump-args is 1.
+constexpr int kBareDumpArgsLevel = 1;
 constexpr int kMaxCores = 256;  // as PYPTO_AIC_CORES / PYPTO_AIV_CORES accept
 constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;
 
@@ -87,8 +88,8 @@ void add_dispatch_flags(CLI::App& cmd, DispatchFlags& f) {
   cmd.add_flag("--scope-stats", f.scope_stats,
                "write dfx_outputs/scope_stats/scope_stats.jsonl (per-scope ring peaks)");
   cmd.add_option("--dump-args", f.dump_args,
-                 "write dfx_outputs/args_dump/: alone or 2 every tensor argument, 1 only the "
-                 "tensors kernels tag; 0 off")
+                 "write dfx_outputs/args_dump/: alone or 1 only the tensors kernels tag, 2 "
+                 "every tensor argument; 0 off")
       ->expected(0, 1)
       ->default_str(std::to_string(kBareDumpArgsLevel))
       ->check(CLI::Range(0, 2));

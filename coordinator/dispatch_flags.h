@@ -22,7 +22,7 @@ struct DispatchFlags {
   std::optional<std::string> platform;  // overrides the platform the build recorded
   int device_id = 0;
   // DFX. --swimlane alone is level 4 (PyPTO's bare --enable-chip-swimlane);
-  // --dump-args alone is level 2 (full).
+  // --dump-args alone is level 1 (partial), as in PyPTO.
   std::optional<int> swimlane;
   std::optional<int> swimlane_level;
   int pmu = 0;

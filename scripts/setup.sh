@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian 12, as root), configures, builds and
-# installs the project. Idempotent: with everything in place it only runs an
-# incremental build. Usage: scripts/setup.sh [--no-install]
+# Installs what is missing (Debian 12, as root), configures, builds what is
+# installed (the commands, the kernel headers, the Python package) and installs
+# it. Idempotent: with everything in place it only runs an incremental build.
+# Usage: scripts/setup.sh [--no-install]
 #   PYPTO_BUILD_DIR  build tree (default: build)
 #   PYPTO_PREFIX     install prefix (default: /usr/local)
 set -euo pipefail
@@ -27,16 +28,43 @@ if ((${#missing[@]})); then
 fi
 
 build=${PYPTO_BUILD_DIR:-build}
+prefix=${PYPTO_PREFIX:-/usr/local}
 # A build tree configured before packages were added must see them (python/).
 if [[ ! -f "$build/build.ninja" ]] || ((${#missing[@]})); then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-cmake --build "$build" -j "$(nproc)"
-if [[ "${1:-}" != "--no-install" ]]; then
-  cmake --install "$build" --prefix "${PYPTO_PREFIX:-/usr/local}" >/dev/null
-  # The Python package is built for Debian's interpreter (docs/python.md).
-  if [[ -z "${PYPTO_PREFIX:-}" ]] && ! (cd / && /usr/bin/python3 -c "import pypto"); then
-    echo "setup: /usr/bin/python3 cannot import pypto; see docs/python.md" >&2
-    exit 1
+# Only what is installed (the commands, the Python package): the main job runs
+# before any test or benchmark is compiled; scripts/test.sh builds those.
+cmake --build "$build" -j "$(nproc)" --target pypto_installed
+[[ "${1:-}" == "--no-install" ]] && exit 0
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+site=$(sed -n 's#/pypto/__init__\.py$##p' "$build/install_manifest.txt" | head -n 1)
+echo "setup: installed pypto-compile, pypto-coord, pypto-rank, pypto-ptoas into $prefix/bin"
+echo "setup: kernel headers and the .ptl library into $prefix/share/pypto"
+[[ -n "$site" ]] && echo "setup: the pypto Python package into $site"
+# The next command must run this install, not an older one elsewhere.
+first=$(command -v pypto-coord || true)
+if [[ ":$PATH:" != *":$prefix/bin:"* ]]; then
+  echo "setup: $prefix/bin is not on your PATH${first:+ (the pypto-coord on it is $first)}; add it with:"
+  echo "  export PATH=\"$prefix/bin:\$PATH\""
+elif [[ "$(realpath "$first")" != "$(realpath "$prefix/bin/pypto-coord")" ]]; then
+  echo "setup: another pypto-coord comes first on your PATH: $first; put $prefix/bin before it:"
+  echo "  export PATH=\"$prefix/bin:\$PATH\""
+fi
+# The Python package is built for Debian's interpreter (docs/python.md), which
+# searches the default prefix's dist-packages by itself.
+if [[ -z "$site" ]] || ! (cd / && PYTHONPATH="$site" /usr/bin/python3 -c "import pypto"); then
+  echo "setup: /usr/bin/python3 cannot import pypto${site:+ from $site}; see docs/python.md" >&2
+  exit 1
+fi
+found=$(cd / && env -u PYTHONPATH /usr/bin/python3 -c \
+  "import os, pypto; print(os.path.dirname(pypto.__path__[0]))" 2>/dev/null || true)
+if [[ "$found" != "$site" ]]; then
+  if [[ -n "$found" ]]; then
+    echo "setup: /usr/bin/python3 imports another pypto, from $found; for this one add:"
+  else
+    echo "setup: /usr/bin/python3 does not search $site; for import pypto add:"
   fi
+  echo "  export PYTHONPATH=\"$site\${PYTHONPATH:+:\$PYTHONPATH}\""
 fi

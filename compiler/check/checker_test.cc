@@ -13,7 +13,7 @@ using testing::run_front_end;
 
 std::string testdata(const std::string& name) { return testing::read_testdata(name); }
 
-TEST(CheckerTest, IssueSketchChecksCleanAtWorld2And8) {
+TEST(CheckerTest, AllreduceExampleChecksCleanAtWorld2And8) {
   for (int64_t world : {2, 8}) {
     auto run = run_front_end({{"t.ptl", testdata("reduce.ptl")}}, world);
     EXPECT_EQ(run.diagnostics, "") << "world " << world;

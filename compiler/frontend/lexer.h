@@ -19,7 +19,7 @@ enum class Tok {
   kFloat,
   kString,
   // keywords; out, inout, window, step and on are contextual (they stay identifiers, so
-  // `out` can name a parameter as in the sketch)
+  // `out` can name a parameter, as examples/allreduce.ptl's reduce_step does)
   kConst,
   kKernel,
   kChip,

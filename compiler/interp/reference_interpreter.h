@@ -1,4 +1,4 @@
-// The reference interpreter of a checked program (issue: "golden data"): it
+// The reference interpreter of a checked program (docs/reference-interpreter.md): it
 // runs the program's host function, its chip functions and kernels on host
 // tensors directly from the typed tree — ranks as threads over shared window
 // buffers — independent of the generated C++ and of the runtime, so that

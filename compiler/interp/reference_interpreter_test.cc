@@ -154,7 +154,7 @@ TEST(ReferenceInterpreterTest, SeededArgumentsAreDeterministicAndExact) {
 
 // ------------------------------------------------------------ the example programs
 
-TEST(ReferenceInterpreterTest, IssueSketchSumsEveryRanksRowAtWorld2And8) {
+TEST(ReferenceInterpreterTest, AllreduceExampleSumsEveryRanksRowAtWorld2And8) {
   for (int64_t world : {2, 8}) {
     const Checked c = check_text(testdata("reduce.ptl"), world);
     std::vector<Tensor> args = seeded_arguments(c.entry(), 42);

@@ -440,7 +440,7 @@ const pypto_comm_api kFakeComm = {fake_remote_load, fake_remote_store, fake_put,
                                   fake_notify,      fake_wait,         no_barrier, no_peer,
                                   no_call_site};
 
-// The reduce_step (compiler/testdata/reduce.ptl) on two ranks: notify,
+// The quickstart's reduce_step (compiler/testdata/reduce.ptl) on two ranks: notify,
 // wait, remote loads; every rank ends with the sum of both inputs.
 TEST(PtoEmitCppTest, ReduceStepRunsOnTwoRanks) {
   const LoweredKernel k = lower_file("reduce.ptl", "reduce_step", kRanks);

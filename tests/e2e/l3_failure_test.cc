@@ -1,4 +1,4 @@
-// How an L3 run fails (issue: "failure behaviour, each with a test"): a
+// How an L3 run fails (docs/launch.md, "After a failure"): a
 // kernel error on one rank, kill -9 of an agent mid-dispatch, a wait that is
 // never satisfied, agents without a coordinator, a peer of another protocol
 // version, and Ctrl-C. Each must end quickly, name the rank and leave no

@@ -215,9 +215,10 @@ TEST(RunCommandTest, PlatformOverride) {
 TEST(RunCommandTest, DfxSwitchesWriteTheirFiles) {
   fs::path dir = warm_copy("l2/fanout_fanin", "dfx");
   CoordResult r = coord({"run", dir.string(), "--swimlane", "--pmu", "1", "--dep-gen",
-                         "--scope-stats", "--dump-args"});
+                         "--scope-stats", "--dump-args", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.all();
   const fs::path dfx = dir / "dfx_outputs";
+  EXPECT_EQ(nlohmann::json::parse(slurp(dfx / "args_dump/args_dump.json"))["level"], 2);
   EXPECT_TRUE(contains(r.out, "dfx: " + dfx.string())) << r.all();
   for (const char* json_file : {"chip_swimlane_records.json", "deps.json", "name_map.json",
                                 "args_dump/args_dump.json"}) {
@@ -241,6 +242,14 @@ TEST(RunCommandTest, DfxSwitchesWriteTheirFiles) {
   EXPECT_TRUE(fs::exists(dfx / "chip_swimlane_records.json"));
   EXPECT_FALSE(fs::exists(dfx / "deps.json"));
   EXPECT_FALSE(fs::exists(dfx / "pmu.csv"));
+
+  // --dump-args alone is level 1, as PyPTO's bare flag: only tagged tensors,
+  // and no kernel of this build tags one.
+  r = coord({"run", dir.string(), "--dump-args"});
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  const nlohmann::json dump = nlohmann::json::parse(slurp(dfx / "args_dump/args_dump.json"));
+  EXPECT_EQ(dump["level"], 1);
+  EXPECT_EQ(dump["args"].size(), 0u) << dump.dump();
 }
 
 TEST(RunCommandTest, DispatchFlags) {
