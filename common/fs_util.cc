@@ -73,6 +73,13 @@ void write_file_atomic(const fs::path& path, std::string_view data, fs::perms mo
   }
 }
 
+std::string normal_path(std::string path) {
+  if (path.empty()) return path;  // "no path" stays absent, not "."
+  fs::path normal = fs::path(path).lexically_normal();
+  if (normal.has_relative_path() && normal.filename().empty()) normal = normal.parent_path();
+  return normal.empty() ? "." : normal.string();
+}
+
 std::string display_path(const fs::path& path, const fs::path& base) {
   std::error_code ec;
   auto rel = fs::relative(path, base, ec);

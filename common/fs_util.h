@@ -23,6 +23,11 @@ void write_file_atomic(const fs::path& path, std::string_view data, fs::perms mo
 // A unique temporary sibling of `path` (same directory, so rename is atomic).
 fs::path temp_sibling(const fs::path& path);
 
+// `path` as messages print it: "./out//b/" -> "out/b" (lexically normal, no
+// trailing separator, "." for the current directory); symlinks are not resolved.
+// Commands apply it to the paths they are given, so everything derived prints clean.
+std::string normal_path(std::string path);
+
 // `path` relative to `base` when it lies inside it, else `path` unchanged; for messages.
 std::string display_path(const fs::path& path, const fs::path& base);
 

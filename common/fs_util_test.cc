@@ -27,3 +27,19 @@ TEST(FsUtilTest, AtomicWritesRespectTheUmask) {
 
 }  // namespace
 }  // namespace pypto
+
+namespace pypto {
+namespace {
+
+TEST(FsUtilTest, NormalPathDropsDotsDoubleSlashesAndTheTrailingSlash) {
+  EXPECT_EQ(normal_path("./out//axpb/"), "out/axpb");
+  EXPECT_EQ(normal_path("out/./a/../b"), "out/b");
+  EXPECT_EQ(normal_path("/tmp//x/"), "/tmp/x");
+  EXPECT_EQ(normal_path("/"), "/");
+  EXPECT_EQ(normal_path("./"), ".");
+  EXPECT_EQ(normal_path("../up/"), "../up");
+  EXPECT_EQ(normal_path(""), "");
+}
+
+}  // namespace
+}  // namespace pypto

@@ -11,6 +11,7 @@
 #include "artifact/distributed_compiled_program.h"
 #include "artifact/scalar_param.h"
 #include "common/error.h"
+#include "common/fs_util.h"
 #include "common/npy.h"
 #include "common/run_config.h"
 #include "common/version.h"
@@ -286,7 +287,8 @@ int pypto_compile_main(int argc, char** argv) {
                  "device ids of the ranks, comma-separated (L3; default 0 .. WORLD-1)")
       ->delimiter(',');
   app.add_option("--platform", args.platform, "a2a3sim (default), a2a3, a5sim or a5");
-  app.add_option("-o,--output", args.output, "build directory to write");
+  app.add_option("-o,--output", args.output, "build directory to write")
+      ->transform(normal_path);
   app.add_flag("--no-golden", args.no_golden,
                "write no golden/ (no reference run; runs then need --input)");
   app.add_option("--input", args.inputs,

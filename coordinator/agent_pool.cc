@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/rank_list.h"
+#include "common/seconds_text.h"
 #include "coordinator/interrupt.h"
 
 namespace pypto::coord {
@@ -63,12 +64,6 @@ std::string signal_text(int signo) {
 bool running_dispatch(const AgentInfo& agent) { return agent.activity.rfind("dispatch ", 0) == 0; }
 
 double seconds(milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
-
-std::string seconds_text(milliseconds ms) {
-  std::ostringstream text;
-  text << seconds(ms) << " s";
-  return text.str();
-}
 
 wire::ChannelOptions control_options(const wire::RunKeys& keys) {
   wire::ChannelOptions options;
@@ -445,7 +440,8 @@ void AgentPool::check_silence(Clock::time_point now) {
     const auto silent = duration_cast<milliseconds>(now - agent.last_heard);
     if (silent <= options_.heartbeat_timeout) continue;
     std::string message = describe(agent.rank) + " has been silent for " + seconds_text(silent) +
-                          " (heartbeat timeout " + seconds_text(options_.heartbeat_timeout) + ")";
+                          " s (heartbeat timeout " + seconds_text(options_.heartbeat_timeout) +
+                          " s)";
     if (!agent.activity.empty()) message += " while running " + agent.activity;
     if (!agent.local) {
       std::vector<int> silent_ranks;

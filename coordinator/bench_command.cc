@@ -11,6 +11,7 @@
 #include "artifact/build_kind.h"
 #include "artifact/build_paths.h"
 #include "common/error.h"
+#include "common/fs_util.h"
 #include "common/json_reader.h"
 #include "common/log.h"
 #include "coordinator/l2_run.h"
@@ -235,7 +236,7 @@ std::string timeline_or_warn(const fs::path& dfx_root) {
 }  // namespace
 
 void add_bench_args(CLI::App& cmd, BenchArgs& args) {
-  cmd.add_option("dir", args.dir, "build directory")->required();
+  cmd.add_option("dir", args.dir, "build directory")->required()->transform(normal_path);
   cmd.add_option("--rounds", args.rounds, "timed dispatches (default 100)")
       ->check(CLI::Range(1, 10'000'000));
   cmd.add_option("--warmup", args.warmup, "untimed dispatches first (default 3)")

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/fs_util.h"
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -48,7 +49,9 @@ int pypto_coord_main(int argc, char** argv) {
   InspectArgs inspect;
   CLI::App* inspect_cmd = app.add_subcommand(
       "inspect", "Describe a build directory: kind, platform, ranks, programs, kernels, cache");
-  inspect_cmd->add_option("dir", inspect.dir, "build directory")->required();
+  inspect_cmd->add_option("dir", inspect.dir, "build directory")
+      ->required()
+      ->transform(normal_path);
   inspect_cmd->add_flag("--json", inspect.json, "print the description as JSON");
   inspect_cmd->add_option("--binary-store", inspect.binary_store,
                           "L3: the host-wide binary store whose cache state to show (default: "

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/seconds_text.h"
 #include "launch/command_words.h"
 #include "orchestration/pmu.h"
 
@@ -57,13 +58,6 @@ std::chrono::milliseconds seconds_flag(const char* flag, double t) {
   return std::chrono::milliseconds(std::max<int64_t>(1, std::llround(t * 1000)));
 }
 
-std::string seconds_text(double t) {
-  std::ostringstream out;
-  out.precision(17);
-  out << t;
-  return out.str();
-}
-
 }  // namespace
 
 void add_dispatch_flags(CLI::App& cmd, DispatchFlags& f) {
@@ -73,8 +67,10 @@ void add_dispatch_flags(CLI::App& cmd, DispatchFlags& f) {
   cmd.add_option("--device-id", f.device_id, "device id of the run, reported by exec (default 0)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--swimlane", f.swimlane,
-                 "write dfx_outputs/chip_swimlane_records.json; alone: level 4 (full), or a "
-                 "level 1..4")
+                 "write the run's dfx_outputs/timeline.json (open it in Perfetto or "
+                 "chrome://tracing) from each dispatch's chip_swimlane_trace.json and "
+                 "chip_swimlane_records.json (in dfx_outputs/, at L3 in dfx_outputs/rank<r>/d<k>/); "
+                 "alone: level 4 (full), or a level 1..4")
       ->expected(0, 1)
       ->default_str(std::to_string(kBareSwimlaneLevel))
       ->check(CLI::Range(0, 4));

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "common/seconds_text.h"
 #include "common/subprocess.h"
 #include "common/wire/blob_store.h"
 #include "common/wire/manifest.h"
@@ -35,12 +36,6 @@ using coord::Clock;
 using std::chrono::milliseconds;
 
 namespace {
-
-std::string seconds_text(milliseconds ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", static_cast<double>(ms.count()) / 1000.0);
-  return text;
-}
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -364,10 +359,8 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
     // Their compiles stop at the prepare deadline, and they say which source ran into it.
     if (std::find(mpirun.agent_args.begin(), mpirun.agent_args.end(), "--prepare-timeout") ==
         mpirun.agent_args.end()) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.3f",
-                    static_cast<double>(options.prepare_timeout.count()) / 1000.0);
-      mpirun.agent_args.insert(mpirun.agent_args.end(), {"--prepare-timeout", seconds});
+      mpirun.agent_args.insert(mpirun.agent_args.end(),
+                               {"--prepare-timeout", seconds_text(options.prepare_timeout)});
     }
     // Eight agents echoing the coordinator's info lines drown its own summary: they
     // log warnings and errors, unless the coordinator was asked for debug or timing.

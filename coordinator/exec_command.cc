@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/fs_util.h"
 #include "common/subprocess.h"
 #include "coordinator/exec_manifest.h"
 #include "coordinator/interrupt.h"
@@ -203,7 +204,8 @@ const char* exec_status_name(ExecStatus status) {
 }
 
 void add_exec_args(CLI::App& cmd, ExecArgs& args) {
-  auto* dir = cmd.add_option("dir", args.dir, "build directory to run and validate");
+  auto* dir = cmd.add_option("dir", args.dir, "build directory to run and validate")
+                  ->transform(normal_path);
   auto* manifest = cmd.add_option("--manifest", args.manifest,
                                   "JSON list of {\"work_dir\", \"platform\"} to run in turn");
   dir->excludes(manifest);

@@ -2,12 +2,13 @@
 
 #include "artifact/build_kind.h"
 #include "common/error.h"
+#include "common/fs_util.h"
 #include "coordinator/l3_run.h"
 
 namespace pypto::coord {
 
 void add_run_args(CLI::App& cmd, RunArgs& args) {
-  cmd.add_option("dir", args.dir, "build directory")->required();
+  cmd.add_option("dir", args.dir, "build directory")->required()->transform(normal_path);
   cmd.add_option("--input", args.inputs,
                  "NAME=FILE.npy: data of In/InOut parameter NAME instead of "
                  "golden/inputs/NAME.npy (repeatable)");
@@ -19,7 +20,8 @@ void add_run_args(CLI::App& cmd, RunArgs& args) {
                  "golden/expected/NAME.npy (repeatable; needed when --input or --scalar "
                  "differ from the golden data)");
   cmd.add_option("--output-dir", args.output_dir,
-                 "write the outputs to DIR/<name>.npy instead of <dir>/outputs/");
+                 "write the outputs to DIR/<name>.npy instead of <dir>/outputs/")
+      ->transform(normal_path);
   cmd.add_flag("--validate", args.validate,
                "compare the outputs with golden/expected using golden.json's rtol/atol; a "
                "mismatch exits 1");

@@ -3,12 +3,15 @@
 #include <filesystem>
 
 #include "artifact/build_paths.h"
+#include "common/fs_util.h"
 #include "coordinator/timeline.h"
 
 namespace pypto::coord {
 
 void add_timeline_args(CLI::App& cmd, TimelineArgs& args) {
-  cmd.add_option("dir", args.dir, "build directory, or its dfx_outputs/")->required();
+  cmd.add_option("dir", args.dir, "build directory, or its dfx_outputs/")
+      ->required()
+      ->transform(normal_path);
 }
 
 int run_timeline(const TimelineArgs& args, std::ostream& out) {

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/seconds_text.h"
 #include "common/subprocess.h"
 
 namespace pypto::rank {
@@ -57,16 +58,6 @@ const char* signal_name(int signo) {
       return "SIGHUP";
   }
   return "a signal";
-}
-
-std::string seconds_text(std::chrono::milliseconds ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(ms.count()) / 1000.0);
-  return text;
-}
-
-std::string whole_seconds(std::chrono::milliseconds ms) {
-  return ms.count() % 1000 == 0 ? std::to_string(ms.count() / 1000) : seconds_text(ms);
 }
 
 // "tcp://*:5555" for the hint, from the port of the address the agent was given.
@@ -177,7 +168,7 @@ void RankAgent::await_welcome() {
     const auto now = Clock::now();
     if (now >= deadline)
       throw InfraError("rank " + std::to_string(session_.rank) + ": no coordinator answered at " +
-                       options_.coord + " within " + whole_seconds(options_.connect_timeout) +
+                       options_.coord + " within " + seconds_text(options_.connect_timeout) +
                        " s; start pypto-coord run <dir> --agents external --bind " +
                        bind_hint(options_.coord) + " first, or check the address and that " +
                        wire::kRunKeyEnv + " is the key of that coordinator's run (a peer " +
@@ -229,7 +220,7 @@ int RankAgent::control_loop() {
       // Kernels may be blocked: no teardown, no goodbye to a peer that is gone.
       fail_now(3,
                "lost the coordinator at " + options_.coord + ": silent for " +
-                   seconds_text(silent) + " s (its deadline is " + whole_seconds(deadline) + " s)",
+                   seconds_text(silent) + " s (its deadline is " + seconds_text(deadline) + " s)",
                false);
     }
     if (now - last_sent_ >= heartbeat) send(wire::Heartbeat{});

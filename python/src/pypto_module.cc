@@ -30,6 +30,7 @@
 #include "artifact/distributed_compiled_program.h"
 #include "artifact/splice.h"
 #include "common/error.h"
+#include "common/fs_util.h"
 #include "common/log.h"
 #include "common/run_config.h"
 #include "common/tensor.h"
@@ -456,7 +457,9 @@ int exec_main(const std::string& prog, const std::vector<std::string>& argv,
   coord::ExecArgs args;
   std::optional<std::string> log_level;
   // PyPTO's spelling of pypto-coord exec's `<dir>` and `--manifest`.
-  CLI::Option* dir = app.add_option("--work-dir", args.dir, "build directory to run and validate");
+  CLI::Option* dir =
+      app.add_option("--work-dir", args.dir, "build directory to run and validate")
+          ->transform(normal_path);
   CLI::Option* manifest = app.add_option(
       "--batch-manifest", args.manifest,
       "JSON list of {\"work_dir\", \"platform\"} to run in turn, each in a child process");
