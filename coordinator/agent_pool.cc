@@ -63,7 +63,6 @@ std::string signal_text(int signo) {
 // phase, whatever the timing.
 bool running_dispatch(const AgentInfo& agent) { return agent.activity.rfind("dispatch ", 0) == 0; }
 
-double seconds(milliseconds ms) { return static_cast<double>(ms.count()) / 1000.0; }
 
 wire::ChannelOptions control_options(const wire::RunKeys& keys) {
   wire::ChannelOptions options;
@@ -115,8 +114,10 @@ std::string AgentPool::connect_endpoint() const {
 }
 
 void AgentPool::watch_job(std::function<std::optional<JobEnd>()> poll, int pidfd,
-                          int64_t session) {
+                          int64_t session,
+                          std::function<std::optional<launch::RankEnded>()> notice) {
   job_poll_ = std::move(poll);
+  job_notice_ = std::move(notice);
   job_pidfd_ = pidfd;
   job_session_ = session;
 }
@@ -283,7 +284,21 @@ void AgentPool::accept_all(Clock::time_point deadline, const std::string& hint) 
   while (connected_ < options_.world) {
     check_interrupt();
     if (job_poll_) {
-      if (auto ended = job_poll_()) {
+      // Polled first: once mpirun's exit is seen, all it wrote has been read.
+      const std::optional<JobEnd> ended = job_poll_();
+      if (job_notice_) {
+        const std::optional<launch::RankEnded> notice = job_notice_();
+        if (notice && notice->rank >= 0 && notice->rank < options_.world) {
+          const bool connected = !agents_[static_cast<size_t>(notice->rank)].identity.empty();
+          throw InfraError(describe(notice->rank) +
+                           (notice->signal != 0
+                                ? " was killed by " + signal_text(notice->signal)
+                                : " exited with code " + std::to_string(notice->exit_code)) +
+                           (connected ? " while the run started" : " before it connected") +
+                           " (mpirun: \"" + notice->notice + "\"); see mpirun's output above");
+        }
+      }
+      if (ended) {
         std::vector<int> absent;
         for (const AgentInfo& agent : agents_)
           if (agent.identity.empty()) absent.push_back(agent.rank);

@@ -24,6 +24,7 @@
 #include "common/wire/channel.h"
 #include "common/wire/curve.h"
 #include "common/wire/protocol.h"
+#include "launch/mpirun_notice.h"
 
 namespace pypto::coord {
 
@@ -107,8 +108,12 @@ class AgentPool {
   // Called on every wake-up of next(): returns how the agents' job ended once it has,
   // which fails the run unless every agent has finished.
   // `session`: the job's session id; a local HELLO whose pid is not in it is refused.
+  // `notice`: what mpirun said about the first rank that ended abnormally, once it has
+  // (launch/mpirun_notice.h); while the run starts it ends the run at once, naming the
+  // rank, even when mpirun itself then hangs.
   void watch_job(std::function<std::optional<JobEnd>()> poll, int pidfd = -1,
-                 int64_t session = -1);
+                 int64_t session = -1,
+                 std::function<std::optional<launch::RankEnded>()> notice = {});
 
   // Waits until every rank of the world said HELLO and was welcomed. A peer of another
   // protocol version, of another world size, or a second agent claiming a rank is
@@ -183,6 +188,7 @@ class AgentPool {
   std::map<std::string, int> rank_by_identity_;
   int connected_ = 0;
   std::function<std::optional<JobEnd>()> job_poll_;
+  std::function<std::optional<launch::RankEnded>()> job_notice_;
   int job_pidfd_ = -1;
   std::string hostname_;
 };

@@ -382,6 +382,10 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
       if (auto workspaces = agents_default_workspace(mpirun.agent_args, pool_options.run_id))
         impl_->scratch->also_remove(*workspaces);
     }
+    // mpirun's stderr passes through us: its notice names a rank that died before
+    // its HELLO, which its exit code cannot (launch/mpirun_notice.h).
+    auto notices = std::make_shared<launch::MpirunNotices>();
+    job_options.on_stderr_line = [notices](std::string_view line) { notices->add_line(line); };
     impl_->job.emplace(launch::Job::start(command.argv, job_options));
     launch::Job* job = &*impl_->job;
     impl_->pool->watch_job(
@@ -392,7 +396,7 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
                 status->signal != 0, status->code};
           return std::nullopt;
         },
-        job->exit_fd(), job->pid());
+        job->exit_fd(), job->pid(), [notices] { return notices->first(); });
     hint = "See mpirun's output above; --startup-timeout gives slow hosts longer.";
   } else {
     // Printed whatever the log level: without it no agent can join. Z85 has no quote.

@@ -82,7 +82,7 @@ ToolError start_error(const std::string& program, int err) {
 
 // Runs in the forked child until exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp,
-                             bool stop_with_caller, pid_t parent, int err_fd) {
+                             bool stop_with_caller, pid_t parent, int err_fd, int stderr_fd) {
   // Session and process group of its own: the terminal's SIGINT does not reach
   // the job, and every process it starts can be found again (launch/session.h).
   ::setsid();
@@ -108,6 +108,7 @@ ToolError start_error(const std::string& program, int err) {
     ::dup2(devnull, STDIN_FILENO);
     ::close(devnull);
   }
+  if (stderr_fd >= 0) ::dup2(stderr_fd, STDERR_FILENO);  // the relay's pipe
   // Only stdio is inherited: not the caller's sockets or the exec-error pipe.
   ::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
   ::execve(path, argv, envp);
@@ -151,19 +152,28 @@ Job Job::start(const std::vector<std::string>& argv, const JobOptions& options) 
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0)
     throw InfraError("cannot create a pipe to start " + argv[0] + ": " + std::strerror(errno));
+  int out_pipe[2] = {-1, -1};
+  if (options.on_stderr_line && ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    throw InfraError("cannot create a pipe for the output of " + argv[0] + ": " +
+                     std::strerror(err));
+  }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
-    ::close(err_pipe[0]);
-    ::close(err_pipe[1]);
+    for (int fd : {err_pipe[0], err_pipe[1], out_pipe[0], out_pipe[1]})
+      if (fd >= 0) ::close(fd);
     throw InfraError("cannot fork to start " + argv[0] + ": " + std::strerror(err));
   }
   if (pid == 0)
     exec_child(path.c_str(), c_argv.data(), c_envp.data(), options.stop_with_caller, parent,
-               err_pipe[1]);
+               err_pipe[1], out_pipe[1]);
 
   ::close(err_pipe[1]);
+  if (out_pipe[1] >= 0) ::close(out_pipe[1]);
   // The pipe closes on a successful exec, or carries the errno of a failed one.
   int child_errno = 0;
   ssize_t got;
@@ -172,6 +182,7 @@ Job Job::start(const std::vector<std::string>& argv, const JobOptions& options) 
   } while (got < 0 && errno == EINTR);
   ::close(err_pipe[0]);
   if (got == static_cast<ssize_t>(sizeof child_errno)) {
+    if (out_pipe[0] >= 0) ::close(out_pipe[0]);
     int status;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -180,7 +191,9 @@ Job Job::start(const std::vector<std::string>& argv, const JobOptions& options) 
 
   // Without pidfds (kernels before 5.3) wait_for falls back to short sleeps.
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  Job job(pid, pidfd, argv);  // owns the child from here on, whatever throws next
+  Job job(pid, pidfd, argv, nullptr);  // owns the child from here on, whatever throws next
+  if (out_pipe[0] >= 0)
+    job.relay_ = std::make_unique<StderrRelay>(out_pipe[0], STDERR_FILENO, options.on_stderr_line);
   log::debug("started {} as pid {}", format_command(argv), pid);
   return job;
 }
@@ -190,6 +203,7 @@ Job::Job(Job&& other) noexcept
       pidfd_(other.pidfd_),
       argv_(std::move(other.argv_)),
       status_(other.status_),
+      relay_(std::move(other.relay_)),
       finished_(other.finished_) {
   other.pid_ = -1;
   other.pidfd_ = -1;
@@ -202,6 +216,7 @@ Job& Job::operator=(Job&& other) noexcept {
     pidfd_ = other.pidfd_;
     argv_ = std::move(other.argv_);
     status_ = other.status_;
+    relay_ = std::move(other.relay_);
     finished_ = other.finished_;
     other.pid_ = -1;
     other.pidfd_ = -1;
@@ -222,6 +237,7 @@ void Job::release() noexcept {
     }
   }
   close_fd(pidfd_);
+  relay_.reset();
   pid_ = -1;
 }
 
@@ -240,6 +256,8 @@ bool Job::reap(int options) {
     return false;
   }
   close_fd(pidfd_);
+  // What the leader wrote before it exited is handled before its exit is reported.
+  if (relay_) relay_->finish(Clock::now() + kRelayDrain);
   return true;
 }
 

@@ -21,11 +21,14 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "launch/exit_status.h"
+#include "launch/stderr_relay.h"
 
 namespace pypto::launch {
 
@@ -37,6 +40,11 @@ struct JobOptions {
   // behind. Linux ties this to the starting *thread*: start long-lived jobs
   // from a thread that outlives them (the main thread), or turn it off.
   bool stop_with_caller = true;
+  // When set, the child's stderr is a pipe relayed to ours (launch/stderr_relay.h)
+  // and every line it writes is handed to this, on the relay's thread. Once poll()
+  // or wait() reports the leader's exit, what it wrote has been handled (up to
+  // kRelayDrain after its exit, for orphans that keep the pipe open).
+  StderrRelay::LineHandler on_stderr_line;
 };
 
 class Job {
@@ -44,6 +52,7 @@ class Job {
   // The grace the destructor gives before SIGKILL: mpirun needs a moment to
   // forward SIGTERM to its ranks and tear down its daemons.
   static constexpr std::chrono::milliseconds kDestructorGrace{3000};
+  static constexpr std::chrono::milliseconds kRelayDrain{1000};
 
   // Starts argv[0] (looked up in PATH when it has no '/'). Throws ToolError
   // naming the program when it cannot be executed (ENOENT, EACCES; for mpirun
@@ -94,8 +103,8 @@ class Job {
   int exit_fd() const { return pidfd_; }
 
  private:
-  Job(pid_t pid, int pidfd, std::vector<std::string> argv)
-      : pid_(pid), pidfd_(pidfd), argv_(std::move(argv)) {}
+  Job(pid_t pid, int pidfd, std::vector<std::string> argv, std::unique_ptr<StderrRelay> relay)
+      : pid_(pid), pidfd_(pidfd), argv_(std::move(argv)), relay_(std::move(relay)) {}
   void release() noexcept;
   bool reap(int options);
   void signal_all(int signal);
@@ -108,6 +117,7 @@ class Job {
   int pidfd_ = -1;
   std::vector<std::string> argv_;
   std::optional<ExitStatus> status_;
+  std::unique_ptr<StderrRelay> relay_;
   // Set once the leader is reaped and its session was seen empty: from then
   // on the session id is never scanned again, as its number may be reused.
   bool finished_ = false;

@@ -61,7 +61,15 @@ JobTraces job_traces(const std::string& err) {
 // Everything of the run is gone: its processes (tag), the job's directories, the
 // Open MPI session directory of its mpirun, the agents' workspaces.
 void expect_nothing_left(const std::string& tag, const std::string& err, const std::string& what) {
-  EXPECT_TRUE(survivors(tag).empty()) << what << ": processes of the run survived";
+  const std::vector<pid_t> left = survivors(tag);
+  std::string named;
+  for (pid_t pid : left) {
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string words((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    std::replace(words.begin(), words.end(), '\0', ' ');
+    named += "\n  pid " + std::to_string(pid) + ": " + words;
+  }
+  EXPECT_TRUE(left.empty()) << what << ": processes of the run survived:" << named << "\n" << err;
   const JobTraces traces = job_traces(err);
   EXPECT_EQ(traces.dirs.size(), 2u) << what << ": the run's log does not name its directories\n"
                                     << err;
