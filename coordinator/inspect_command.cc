@@ -7,6 +7,7 @@
 #include "artifact/build_paths.h"
 #include "artifact/compiled_program.h"
 #include "artifact/distributed_compiled_program.h"
+#include "artifact/scalar_param.h"
 #include "common/wire/blob_store.h"
 
 namespace pypto::coord {
@@ -146,6 +147,7 @@ json describe_build_dir(const fs::path& dir, const std::optional<fs::path>& bina
     d["world_size"] = 1;
     d["device_ids"] = nullptr;  // an L2 run takes its device from the run config
     d["params"] = params_to_json(program.params());
+    d["scalars"] = scalar_params_to_json(program.scalars());
     d["golden"] = golden_json(program.golden());
     d["binary_store"] = default_binary_store(dir).string();
     d["binary_store_scope"] = "build";
@@ -165,6 +167,7 @@ json describe_build_dir(const fs::path& dir, const std::optional<fs::path>& bina
   d["world_size"] = program.world_size();
   d["device_ids"] = program.device_ids();
   d["params"] = params_to_json(program.params());
+  d["scalars"] = scalar_params_to_json(program.scalars());
   d["intermediates"] = params_to_json(program.host_orch().intermediates);
   d["golden"] = golden_json(program.golden());
   d["windows"] = json::array();
@@ -207,6 +210,12 @@ std::string format_description(const json& d) {
     out << "    " << p["name"].get<std::string>() << ": " << p["direction"].get<std::string>()
         << " " << p["dtype"].get<std::string>() << shape_text(p["shape"].get<std::vector<int64_t>>())
         << "\n";
+  // The recorded default is what a run passes unless --scalar NAME=VALUE says otherwise.
+  for (const auto& s : d["scalars"])
+    out << "    " << s["name"].get<std::string>() << ": scalar " << s["dtype"].get<std::string>()
+        << ", default "
+        << (s["value"].is_string() ? s["value"].get<std::string>() : s["value"].dump()) << " (run --scalar " << s["name"].get<std::string>()
+        << "=VALUE)\n";
   if (d.contains("intermediates") && !d["intermediates"].empty()) {
     out << "  host intermediates (zeroed per run)\n";
     for (const auto& t : d["intermediates"])

@@ -1,6 +1,7 @@
 // Every program of examples/ compiles with the real pypto-compile, runs under
 // the real pypto-coord (8 or 2 rank agents under mpirun for the L3 ones) and
 // validates against the golden data of the reference interpreter.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 
@@ -72,7 +73,14 @@ TEST(ExampleScalarsTest, AxpbRunsOnOneChipWithItsDefaultsAndWithScalarFlags) {
                                                dir.string(), "--scalar", "alpha=2.5",
                                                "--scalar", "b=0.1"});
   ASSERT_EQ(c.exit_code, 0) << c.all();
-  CoordResult r = coord({"run", dir.string(), "--validate"});
+  // inspect lists the scalar parameters beside the tensors, with their defaults.
+  CoordResult r = coord({"inspect", dir.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  EXPECT_TRUE(contains(r.out, "    x: In f32[16, 256]\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "    alpha: scalar f32, default 2.5 (run --scalar alpha=VALUE)\n"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "    b: scalar f32, default 0.1 (run --scalar b=VALUE)\n")) << r.out;
+  r = coord({"run", dir.string(), "--validate"});
   ASSERT_EQ(r.exit_code, 0) << r.all();
   EXPECT_TRUE(contains(r.out, "scalars: alpha=2.5, b=0.1\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
@@ -109,7 +117,14 @@ TEST(ExampleScalarsTest, AxpbWorldRunsOnTwoRanksWithHostScalars) {
                                                dir.string(), "--world", "2", "--scalar",
                                                "alpha=-1.5"});
   ASSERT_EQ(c.exit_code, 0) << c.all();
-  CoordResult r = coord({"run", dir.string(), "--validate"}, l3_env("axpb_world"));
+  CoordResult r = coord({"inspect", "--json", dir.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.all();
+  const nlohmann::json described = nlohmann::json::parse(r.out);
+  ASSERT_EQ(described["scalars"].size(), 2u) << r.out;
+  EXPECT_EQ(described["scalars"][0]["name"], "alpha");
+  EXPECT_EQ(described["scalars"][0]["dtype"], "f32");
+  EXPECT_EQ(described["scalars"][0]["value"], -1.5);
+  r = coord({"run", dir.string(), "--validate"}, l3_env("axpb_world"));
   ASSERT_EQ(r.exit_code, 0) << r.all();
   EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
   // A different b reaches every rank.
