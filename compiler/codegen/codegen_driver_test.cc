@@ -176,6 +176,40 @@ TEST(CodegenDriverTest, UnsupportedConstructIsExitOneWithLocation) {
   EXPECT_NE(r.err.find("f16 scalar parameter"), std::string::npos) << r.err;
 }
 
+// A code-generation error shows the source line and a caret under the place, as
+// the checker's errors do, with -o and with --check alike.
+TEST(CodegenDriverTest, CodeGenerationErrorsShowTheSourceLineAndACaret) {
+  const fs::path dir = scratch("codegen_caret");
+  const fs::path p = dir.parent_path() / "one_window_twice.ptl";
+  std::ofstream(p) << "kernel aiv k(a: window f32[1, 4], b: window f32[1, 4], y: out f32[1, 4]) {\n"
+                      "  store(load(a, [0, 0], [1, 4]), y, [0, 0])\n}\n"
+                      "chip c(a: window f32[1, 4], b: window f32[1, 4], y: out f32[1, 4]) {\n"
+                      "  k(a, b, y)\n}\n"
+                      "host main(y: out f32[WORLD, 1, 4]) {\n"
+                      "  let w = window_buffer(f32[1, 4])\n"
+                      "  for r in 0 .. WORLD { c(w, w, y[r]) on r }\n}\n";
+  for (bool check : {false, true}) {
+    CompileArgs a;
+    a.input = p.string();
+    a.world = 2;
+    if (check)
+      a.check = true;
+    else
+      a.output = dir.string();
+    const Ran r = run(a);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find(p.string() + ":1:12: error: kernel 'k' is called with one window for "
+                                      "two of its window parameters"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("\nkernel aiv k(a: window f32[1, 4], b: window f32[1, 4], y: out f32[1, "
+                         "4]) {\n           ^"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir));
+}
+
 // examples/: the quickstart is compiler/testdata/reduce.ptl; both programs compile.
 TEST(CodegenDriverTest, ExamplesCompile) {
   const fs::path examples = fs::path(PYPTO_SOURCE_DIR) / "examples";

@@ -26,9 +26,18 @@ std::string where(const SourceManager* sources, Span span) {
   return file.path() + ":" + std::to_string(lc.line) + ":" + std::to_string(lc.col);
 }
 
+std::string located_error(const SourceManager* sources, Span span, const std::string& message) {
+  if (!sources || !span.valid() || span.file >= sources->size()) return "";
+  DiagnosticEngine diags(*sources);
+  diags.error(span, message);
+  std::string text = diags.render();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
 void codegen_error(const SourceManager* sources, Span span, const std::string& message) {
-  const std::string at = where(sources, span);
-  throw ProgramError(at.empty() ? message : at + ": " + message);
+  const std::string text = located_error(sources, span, message);
+  throw ProgramError(text.empty() ? message : text);
 }
 
 std::vector<ArgKind> signature_of(const Function& f) {

@@ -30,7 +30,13 @@ class FunctionTable {
 // "file:line:col" of a span, or "" without sources or location.
 std::string where(const SourceManager* sources, Span span);
 
-// Throws ProgramError "<where>: <message>" (no location prefix when unknown).
+// `message` rendered as the checker renders its errors (DiagnosticEngine:
+// "file:line:col: error: message", the source line, a caret), without the
+// final line break; "" without sources or location.
+std::string located_error(const SourceManager* sources, Span span, const std::string& message);
+
+// Throws ProgramError with located_error(...), or `message` alone when the
+// location is unknown.
 [[noreturn]] void codegen_error(const SourceManager* sources, Span span,
                                 const std::string& message);
 

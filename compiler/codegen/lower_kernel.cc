@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "compiler/codegen/codegen_util.h"
 #include "compiler/codegen/kernel_lowering.h"
 #include "compiler/pto/pto_emit_cpp.h"
 #include "compiler/pto/pto_parser.h"
@@ -36,6 +37,9 @@ class Lowerer {
       fail(fn_.name_span, "'" + fn_.name + "' is not a kernel; only kernels lower to .pto");
     unit_.name = fn_.name;
     unit_.core = fn_.core;
+    // .source/.loc: a failed wait at run time names the program's line (docs/pto-format.md).
+    if (opt_.sources && fn_.name_span.valid() && fn_.name_span.file < opt_.sources->size())
+      unit_.source = opt_.sources->file(fn_.name_span.file).path();
     scopes_.emplace_back();
     for (const Param& p : fn_.params) add_param(p);
     cur_ = &unit_.body;
@@ -63,13 +67,8 @@ class Lowerer {
   };
 
   [[noreturn]] void fail(Span span, const std::string& message) const {
-    if (opt_.sources && span.valid() && span.file < opt_.sources->size()) {
-      DiagnosticEngine d(*opt_.sources);
-      d.error(span, message);
-      std::string text = d.render();
-      if (!text.empty() && text.back() == '\n') text.pop_back();
+    if (const std::string text = located_error(opt_.sources, span, message); !text.empty())
       throw ProgramError(text);
-    }
     throw ProgramError("kernel '" + fn_.name + "': error: " + message);
   }
   [[noreturn]] void unsupported(Span span, const std::string& what) const {
@@ -149,6 +148,7 @@ class Lowerer {
   void emit(Inst inst) { cur_->push_back(std::move(inst)); }
   Inst make(Opcode op, int dst, std::vector<Operand> args) {
     Inst i;
+    i.source_line = stmt_line_;
     i.op = op;
     i.dst = dst;
     i.args = std::move(args);
@@ -171,6 +171,8 @@ class Lowerer {
   }
 
   void stmt(const Stmt& s) {
+    if (!unit_.source.empty() && s.span.valid() && s.span.file == fn_.name_span.file)
+      stmt_line_ = opt_.sources->file(s.span.file).line_col(s.span.begin).line;
     switch (s.kind) {
       case StmtKind::kConst:
         return;  // folded by the checker into every use
@@ -577,6 +579,7 @@ class Lowerer {
   const Function& fn_;
   LowerOptions opt_;
   pto::Unit unit_;
+  int stmt_line_ = 0;  // the program line of the statement being lowered (.loc)
   std::vector<std::map<std::string, Binding>> scopes_;
   std::vector<Inst>* cur_ = nullptr;
   std::set<std::string> used_;

@@ -40,9 +40,11 @@ TEST(LowerKernelTest, VectorAddGolden) {
   EXPECT_EQ(k.unit, "vadd");
   EXPECT_EQ(k.pto,
             ".kernel vadd aiv\n"
+            ".source \"t.ptl\"\n"
             ".tensor a in f32[4, 64]\n"
             ".tensor b in f32[4, 64]\n"
             ".tensor c out f32[4, 64]\n"
+            "  .loc 2\n"
             "  %t0:f32[4, 64] = tload a[0, 0]\n"
             "  %t1:f32[4, 64] = tload b[0, 0]\n"
             "  %t0:f32[4, 64] = tadd %t0, %t1\n"

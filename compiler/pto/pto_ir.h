@@ -125,11 +125,15 @@ struct Inst {
   bool has_else = false;
   Span span;  // the instruction (parsed listings), else invalid
   int line = 0;  // 1-based .pto line (parsed listings), else 0
+  // The line of the unit's program source (.source) this came from, set by the last
+  // `.loc N` before it; 0 when unknown.
+  int source_line = 0;
 };
 
 struct Unit {
   std::string name;
   CoreType core = CoreType::kAiv;
+  std::string source;  // .source: the program file the unit was lowered from, or ""
   std::vector<Param> params;
   std::vector<Register> regs;
   std::vector<Inst> body;

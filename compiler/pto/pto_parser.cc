@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -17,7 +18,7 @@ constexpr int64_t kMaxTileElements = int64_t{1} << 24;
 constexpr int64_t kMaxExtent = int64_t{1} << 40;
 constexpr size_t kMaxNesting = 100;
 
-enum class TK { kIdent, kDirective, kReg, kInt, kFloat, kPunct, kBad };
+enum class TK { kIdent, kDirective, kReg, kInt, kFloat, kPunct, kString, kBad };
 
 struct Token {
   TK kind = TK::kBad;
@@ -154,6 +155,17 @@ class Parser {
           t.int_value = v;
         }
         p = q;
+      } else if (c == '"') {
+        // A path (.source): everything up to the next quote on the line, no escapes.
+        const size_t close = text_.find('"', p + 1);
+        if (close == std::string::npos || close >= eol) {
+          t.end = static_cast<uint32_t>(eol);
+          error(t, "unterminated string: expected a closing '\"' on this line");
+          return false;
+        }
+        t.kind = TK::kString;
+        t.text = text_.substr(p + 1, close - p - 1);
+        p = close + 1;
       } else if (c == ':' || c == '=' || c == ',' || c == '[' || c == ']') {
         t.kind = TK::kPunct;
         t.text = std::string(1, c);
@@ -274,6 +286,36 @@ class Parser {
       param(d);
       return;
     }
+    if (d.text == ".source") {
+      if (state_ != kParams) {
+        error(d, state_ == kBeforeKernel ? "'.source' before '.kernel'"
+                                         : "'.source' must come before the first instruction");
+        return;
+      }
+      if (at_end() || peek().kind != TK::kString) {
+        error(d, "expected the program source's path in quotes after '.source'");
+        return;
+      }
+      unit_.source = peek().text;
+      ++i_;
+      expect_line_end();
+      return;
+    }
+    if (d.text == ".loc") {
+      if (state_ == kBeforeKernel) {
+        error(d, "'.loc' before '.kernel'");
+        return;
+      }
+      if (at_end() || peek().kind != TK::kInt || peek().int_value < 1 ||
+          peek().int_value > INT32_MAX) {
+        error(d, "expected a line number (1 or more) after '.loc'");
+        return;
+      }
+      loc_ = static_cast<int>(peek().int_value);
+      ++i_;
+      expect_line_end();
+      return;
+    }
     if (d.text == ".end") {
       if (state_ == kBeforeKernel) {
         error(d, "'.end' without '.kernel'");
@@ -291,7 +333,7 @@ class Parser {
       return;
     }
     error(d, "unknown directive '" + d.text + "'; expected .kernel, .tensor, .window, "
-             ".scalar or .end");
+             ".scalar, .source, .loc or .end");
   }
 
   void param(const Token& d) {
@@ -519,6 +561,7 @@ class Parser {
   void instruction() {
     Inst inst;
     inst.line = line_;
+    inst.source_line = loc_;
     inst.span = span(line_begin_ + static_cast<uint32_t>(first_col()), toks_.back().end);
     const Token first = toks_[0];
     // Block structure.
@@ -1152,6 +1195,7 @@ class Parser {
   size_t i_ = 0;
   Token eol_;
   int line_ = 0;
+  int loc_ = 0;  // the last .loc: the program-source line of the instructions after it
   uint32_t line_begin_ = 0, line_end_ = 0;
 };
 

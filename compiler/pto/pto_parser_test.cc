@@ -63,6 +63,30 @@ TEST(PtoParserTest, RoundTrip) {
   EXPECT_EQ(pto::print(*again), kListing);
 }
 
+// .source and .loc carry the program file and line each instruction came from
+// through edits of the listing, so runtime errors can name the .ptl line.
+TEST(PtoParserTest, SourceAndLocRoundTripAndMarkTheInstructionsAfterThem) {
+  const char* listing =
+      ".kernel k aiv\n"
+      ".source \"/src/my prog.ptl\"\n"
+      ".window s i32[2, 1]\n"
+      "  .loc 7\n"
+      "  %me:i64 = rank\n"
+      "  for %p = 0 to 2 step 1\n"
+      "    .loc 9\n"
+      "    wait s[%p, 0], ge, 1\n"
+      "  end\n"
+      ".end\n";
+  std::string diags;
+  auto unit = parse_pto(listing, &diags);
+  ASSERT_TRUE(unit) << diags;
+  EXPECT_EQ(unit->source, "/src/my prog.ptl");
+  EXPECT_EQ(unit->body[0].source_line, 7);
+  EXPECT_EQ(unit->body[1].source_line, 7);
+  EXPECT_EQ(unit->body[1].body[0].source_line, 9);
+  EXPECT_EQ(pto::print(*unit), listing);
+}
+
 TEST(PtoParserTest, CommentsAndSpacingAreFree) {
   std::string diags;
   auto unit = parse_pto(
@@ -135,6 +159,17 @@ TEST(PtoParserTest, Diagnostics) {
        "t.pto:3:17: error: the comparison must be one of eq, ne, gt, ge, lt, le\n"},
       {".kernel k aiv\n  %a:i64 = mov 1 @\n.end\n",
        "t.pto:2:18: error: unexpected character '@'\n"},
+      {".source \"a.ptl\"\n",
+       "t.pto:1:1: error: '.source' before '.kernel'\n"},
+      {".kernel k aiv\n  %a:i64 = rank\n.source \"a.ptl\"\n.end\n",
+       "t.pto:3:1: error: '.source' must come before the first instruction\n"},
+      {".kernel k aiv\n.source a.ptl\n.end\n",
+       "t.pto:2:1: error: expected the program source's path in quotes after '.source'\n"},
+      {".kernel k aiv\n.source \"a.ptl\n.end\n",
+       "t.pto:2:9: error: unterminated string: expected a closing '\"' on this line\n"},
+      {".kernel k aiv\n  .loc 0\n.end\n",
+       "t.pto:2:3: error: expected a line number (1 or more) after '.loc'\n"},
+      {".kernel k aiv\n  .loc 3 4\n.end\n", "t.pto:2:10: error: "},
       {".kernel k aiv\n.end\n.kernel j aiv\n",
        "t.pto:3:1: error: text after '.end'; a .pto file holds one kernel unit\n"},
   };

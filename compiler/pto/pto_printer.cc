@@ -13,25 +13,38 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-void print_block(const Unit& unit, const std::vector<Inst>& body, int depth, std::string& out);
+// The program-source line last announced by `.loc`, so each is written once.
+struct Printer {
+  const Unit& unit;
+  std::string& out;
+  int loc = 0;
+};
 
-void print_inst(const Unit& unit, const Inst& inst, int depth, std::string& out) {
+void print_block(Printer& p, const std::vector<Inst>& body, int depth);
+
+void print_inst(Printer& p, const Inst& inst, int depth) {
+  const Unit& unit = p.unit;
+  std::string& out = p.out;
   const std::string indent(static_cast<size_t>(2 * depth), ' ');
+  if (inst.source_line > 0 && inst.source_line != p.loc) {
+    out += indent + ".loc " + std::to_string(inst.source_line) + "\n";
+    p.loc = inst.source_line;
+  }
   auto reg = [&](int r) { return "%" + unit.regs[static_cast<size_t>(r)].name; };
   auto arg = [&](size_t i) { return print_operand(unit, inst.args[i]); };
   if (inst.op == Opcode::kFor) {
     out += indent + "for " + reg(inst.dst) + " = " + arg(0) + " to " + arg(1) + " step " + arg(2) +
            "\n";
-    print_block(unit, inst.body, depth + 1, out);
+    print_block(p, inst.body, depth + 1);
     out += indent + "end\n";
     return;
   }
   if (inst.op == Opcode::kIf) {
     out += indent + "if " + arg(0) + "\n";
-    print_block(unit, inst.body, depth + 1, out);
+    print_block(p, inst.body, depth + 1);
     if (inst.has_else) {
       out += indent + "else\n";
-      print_block(unit, inst.else_body, depth + 1, out);
+      print_block(p, inst.else_body, depth + 1);
     }
     out += indent + "end\n";
     return;
@@ -44,8 +57,8 @@ void print_inst(const Unit& unit, const Inst& inst, int depth, std::string& out)
   out += "\n";
 }
 
-void print_block(const Unit& unit, const std::vector<Inst>& body, int depth, std::string& out) {
-  for (const Inst& inst : body) print_inst(unit, inst, depth, out);
+void print_block(Printer& p, const std::vector<Inst>& body, int depth) {
+  for (const Inst& inst : body) print_inst(p, inst, depth);
 }
 
 }  // namespace
@@ -91,6 +104,9 @@ std::string print_operand(const Unit& unit, const Operand& o) {
 
 std::string print(const Unit& unit) {
   std::string out = ".kernel " + unit.name + (unit.core == CoreType::kAic ? " aic" : " aiv") + "\n";
+  // A path the listing cannot quote is left out: its errors then name the .pto line only.
+  if (!unit.source.empty() && unit.source.find_first_of("\"\n") == std::string::npos)
+    out += ".source \"" + unit.source + "\"\n";
   for (const Param& p : unit.params) {
     switch (p.kind) {
       case ParamKind::kTensor:
@@ -105,7 +121,8 @@ std::string print(const Unit& unit) {
         break;
     }
   }
-  print_block(unit, unit.body, 1, out);
+  Printer printer{unit, out};
+  print_block(printer, unit.body, 1);
   out += ".end\n";
   return out;
 }

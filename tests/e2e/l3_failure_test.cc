@@ -5,6 +5,8 @@
 // process of the run behind.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <zmq.hpp>
 
 #include "common/wire/channel.h"
@@ -56,6 +58,41 @@ TEST(L3FailureTest, WaitThatIsNeverSatisfiedFailsAfterTheDeadlineWithADiagnostic
   EXPECT_TRUE(contains(r.err, "wait")) << r.err;
   EXPECT_TRUE(contains(r.err, "last seen")) << r.err;
   EXPECT_TRUE(survivors(tag).empty());
+}
+
+// A wait in a compiled .ptl program that is never satisfied names the program's
+// file and line, not the generated C++ (docs/errors.md).
+TEST(L3FailureTest, WaitThatIsNeverSatisfiedNamesTheProgramLineOfTheWait) {
+  const fs::path work = scratch_dir("l3_wait_ptl_line");
+  const fs::path program = work / "never.ptl";
+  // Each peer notifies once; compiled with need = 1 (the compiler's deadlock check
+  // passes), run with need = 2: only the runtime's wait deadline catches it.
+  std::ofstream(program)
+      << "kernel aiv step(inp: in f32[1, 16], out: out f32[1, 16],\n"
+         "                signal: window i32[WORLD, 1], need: i32) {\n"
+         "  let me = rank(); let n = world()\n"
+         "  for p in 0 .. n { if p != me { notify(signal, p, [me, 0], 1, add) } }\n"
+         "  for s in 0 .. n { if s != me { wait(signal, [s, 0], ge, need) } }\n"
+         "  store(load(inp, [0, 0], [1, 16]), out, [0, 0])\n"
+         "}\n"
+         "chip c(inp: in f32[1, 16], out: out f32[1, 16], signal: window i32[WORLD, 1],\n"
+         "       need: i32) {\n"
+         "  step(inp, out, signal, need)\n"
+         "}\n"
+         "host main(x: in f32[WORLD, 1, 16], y: out f32[WORLD, 1, 16], need: i32) {\n"
+         "  let signal = window_buffer(i32[WORLD, 1])\n"
+         "  for r in 0 .. WORLD { c(x[r], y[r], signal, need) on r }\n"
+         "}\n";
+  const fs::path dir = work / "build";
+  CoordResult c = run_split({PYPTO_COMPILE_BIN, program.string(), "-o", dir.string(), "--world",
+                             "2", "--scalar", "need=1"});
+  ASSERT_EQ(c.exit_code, 0) << c.all();
+  CoordResult r = coord({"run", dir.string(), "--scalar", "need=2", "--wait-timeout", "2"},
+                        l3_env("wait_ptl_line"));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  EXPECT_TRUE(contains(r.err, "expected value ge 2")) << r.err;
+  EXPECT_TRUE(contains(r.err, "(at " + program.string() + ":5)")) << r.err;
+  EXPECT_TRUE(survivors("wait_ptl_line").empty());
 }
 
 // Starts the slow fixture in the background and waits until rank `rank` runs its dispatch.

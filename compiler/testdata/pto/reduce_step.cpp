@@ -80,7 +80,7 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
         // wait signal[%s, 0], ge, 1
         {
           const int64_t o[] = {r_s, INT64_C(0)};
-          if (!k.wait(id_signal, p_signal, "signal", o, PYPTO_CMP_GE, INT64_C(1))) return;
+          if (!k.wait(id_signal, p_signal, "signal", o, PYPTO_CMP_GE, INT64_C(1), "t.ptl", 10)) return;
         }
       }
     }
