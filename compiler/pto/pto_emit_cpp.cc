@@ -51,16 +51,21 @@ class Emitter {
  public:
   explicit Emitter(const Unit& unit) : u_(unit) {}
 
-  // `, "prog.ptl", 9`: the program-source line a failed wait names instead of the
-  // C++ line (.source and .loc); "" when the listing does not say.
-  std::string source_site(const Inst& inst) const {
-    if (u_.source.empty() || inst.source_line <= 0) return "";
+  // `k.at("prog.ptl", 9);` before an instruction that can fail at run time, so
+  // its error names the program line (.source and .loc); nothing when the
+  // listing names no program.
+  void site(int depth, const Inst& inst) {
+    if (u_.source.empty()) return;
+    if (inst.source_line <= 0) {
+      line(depth, "k.at(nullptr, 0);");
+      return;
+    }
     std::string quoted;
     for (char c : u_.source) {
       if (c == '\\' || c == '"') quoted += '\\';
       quoted += c;
     }
-    return ", \"" + quoted + "\", " + std::to_string(inst.source_line);
+    line(depth, "k.at(\"" + quoted + "\", " + std::to_string(inst.source_line) + ");");
   }
 
   std::string run() {
@@ -349,6 +354,7 @@ class Emitter {
                store};
       line(d1, std::string(store ? "float* " : "const float* ") + x.g + " = nullptr;");
       line(d1, "int64_t " + x.ld + " = 0;");
+      site(d1, inst);
       guarded(d1, offsets(region),
               "k.view(p_" + p.name + ", \"" + p.name + "\", o, " + rc_text + ", \"" +
                   (store ? "store" : "load") + "\", &" + x.g + ", &" + x.ld + ")");
@@ -479,6 +485,27 @@ class Emitter {
     auto num = [&](const Operand& o) { return fdst ? as_float(o) : value(o); };
     const std::string at = inst.line > 0 ? std::to_string(inst.line) : "0";
     line(depth, "// " + one_line(inst));
+    switch (inst.op) {  // the instructions that can fail at run time
+      case Opcode::kDiv:
+      case Opcode::kRem:
+        if (!fdst) site(depth, inst);
+        break;
+      case Opcode::kFor:
+        if (a[2].kind != Operand::kInt) site(depth, inst);
+        break;
+      case Opcode::kTLoad:
+      case Opcode::kTStore:
+      case Opcode::kTRemoteLoad:
+      case Opcode::kTRemoteStore:
+      case Opcode::kPut:
+      case Opcode::kGet:
+      case Opcode::kNotify:
+      case Opcode::kWait:
+        site(depth, inst);
+        break;
+      default:
+        break;
+    }
     switch (inst.op) {
       case Opcode::kMov:
         line(depth, d + " = " + (dt.kind == RegType::kBool ? value(a[0]) : num(a[0])) + ";");
@@ -597,7 +624,7 @@ class Emitter {
         for (char& c : cmp) c = static_cast<char>(c - 'a' + 'A');
         guarded(depth, offsets(a[0]),
                 "k.wait(id_" + w.name + ", p_" + w.name + ", \"" + w.name + "\", o, PYPTO_CMP_" +
-                    cmp + ", " + value(a[2]) + source_site(inst) + ")");
+                    cmp + ", " + value(a[2]) + ")");
         return;
       }
       case Opcode::kTMov:

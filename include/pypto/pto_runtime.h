@@ -168,11 +168,32 @@ enum Bcast { kFull = 0, kRow = 1, kCol = 2 };  // b is [r, c], [r, 1] or [1, c]
 struct Kernel {
   const pypto_kernel_args* args;
   const char* unit;
+  // The program line of the instruction running now (docs/pto-format.md,
+  // "Source lines"): generated code sets it with at() before each instruction
+  // that can fail at run time, and a failure names it; null: unknown.
+  mutable const char* src_file = nullptr;
+  mutable int src_line = 0;
+
+  void at(const char* file, int line) const {
+    src_file = file;
+    src_line = line;
+  }
 
   void fail(const char* message) const {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s: %s", unit, message);
+    char buf[640];
+    if (src_file)
+      snprintf(buf, sizeof buf, "%s: %s (at %s:%d)", unit, message, src_file, src_line);
+    else
+      snprintf(buf, sizeof buf, "%s: %s", unit, message);
     args->ctx->hooks->report_error(args->ctx, buf);
+  }
+
+  // The comm table, with the program line handed over for the one call that
+  // follows, so the runtime's message for it names that line too.
+  const pypto_comm_api* comm() const {
+    const pypto_kernel_ctx* ctx = args->ctx;
+    if (src_file && ctx->comm->set_call_site) ctx->comm->set_call_site(ctx, src_file, src_line);
+    return ctx->comm;
   }
 
   static void format_dims(char* out, size_t cap, const int64_t* v, int n) {
@@ -340,10 +361,10 @@ struct Kernel {
     const int64_t base = element_offset(w, off);
     const int64_t rs = row_stride(w);
     if (rows == 1 || rs == cols)
-      return ctx->comm->remote_load(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), dst,
+      return comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), dst,
                                     uint64_t(rows * cols) * sizeof(T)) == 0;
     for (int64_t r = 0; r < rows; ++r)
-      if (ctx->comm->remote_load(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
+      if (comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
                                  dst + r * cols, uint64_t(cols) * sizeof(T)) != 0)
         return false;
     return true;
@@ -357,10 +378,10 @@ struct Kernel {
     const int64_t base = element_offset(w, off);
     const int64_t rs = row_stride(w);
     if (rows == 1 || rs == cols)
-      return ctx->comm->remote_store(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), src,
+      return comm()->remote_store(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), src,
                                      uint64_t(rows * cols), w.dtype, op) == 0;
     for (int64_t r = 0; r < rows; ++r)
-      if (ctx->comm->remote_store(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
+      if (comm()->remote_store(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
                                   src + r * cols, uint64_t(cols), w.dtype, op) != 0)
         return false;
     return true;
@@ -416,10 +437,10 @@ struct Kernel {
           for (int64_t c = 0; c < cols; ++c) memcpy(row_buf + c * es, lp + c * lcs * (int64_t)es, es);
           src = row_buf;
         }
-        ok = ctx->comm->put(ctx, id, (int32_t)peer, wb, src, bytes) == 0;
+        ok = comm()->put(ctx, id, (int32_t)peer, wb, src, bytes) == 0;
       } else {
         char* dst = row_buf ? row_buf : lp;
-        ok = ctx->comm->get(ctx, id, (int32_t)peer, wb, dst, bytes) == 0;
+        ok = comm()->get(ctx, id, (int32_t)peer, wb, dst, bytes) == 0;
         if (ok && row_buf)
           for (int64_t c = 0; c < cols; ++c) memcpy(lp + c * lcs * (int64_t)es, row_buf + c * es, es);
       }
@@ -443,29 +464,36 @@ struct Kernel {
               const int64_t* off, int64_t value, int32_t op) const {
     uint64_t b = 0;
     if (!cell(w, name, off, &b, "notify")) return false;
-    return args->ctx->comm->notify(args->ctx, id, (int32_t)peer, b, (int32_t)value, op) == 0;
+    return comm()->notify(args->ctx, id, (int32_t)peer, b, (int32_t)value, op) == 0;
   }
-  // The defaulted file/line are the caller's: a failed wait names the kernel line.
+  // A failed wait names the program line (at()) or else the caller's: the
+  // defaulted file/line are those of the kernel's C++.
   bool wait(int32_t id, const pypto_tensor& w, const char* name, const int64_t* off, int32_t cmp,
             int64_t value, const char* file = __builtin_FILE(),
             int line = __builtin_LINE()) const {
     uint64_t b = 0;
     if (!cell(w, name, off, &b, "wait")) return false;
-    args->ctx->comm->set_call_site(args->ctx, file, line);
-    return args->ctx->comm->wait(args->ctx, id, b, cmp, (int32_t)value) == 0;
+    if (!src_file) args->ctx->comm->set_call_site(args->ctx, file, line);
+    return comm()->wait(args->ctx, id, b, cmp, (int32_t)value) == 0;
   }
 
   bool div_check(int64_t b, int line) const {
     if (b != 0) return true;
     char msg[128];
-    snprintf(msg, sizeof msg, "integer division by zero (.pto line %d)", line);
+    if (src_file)  // fail() names the program line
+      snprintf(msg, sizeof msg, "integer division by zero");
+    else
+      snprintf(msg, sizeof msg, "integer division by zero (.pto line %d)", line);
     fail(msg);
     return false;
   }
   bool step_check(int64_t s, int line) const {
     if (s > 0) return true;
     char msg[128];
-    snprintf(msg, sizeof msg, "loop step %lld is not positive (.pto line %d)", (long long)s, line);
+    if (src_file)
+      snprintf(msg, sizeof msg, "loop step %lld is not positive", (long long)s);
+    else
+      snprintf(msg, sizeof msg, "loop step %lld is not positive (.pto line %d)", (long long)s, line);
     fail(msg);
     return false;
   }

@@ -1,5 +1,7 @@
 // The broken fixtures of tests/fixtures/l2_broken/: the exact outcome of run
 // and exec on each, with the exit code and what the message must name.
+#include <fstream>
+
 #include "tests/e2e/e2e_util.h"
 
 namespace pypto::e2e {
@@ -60,6 +62,28 @@ TEST(BrokenFixtureListTest, EveryBrokenFixtureHasACase) {
     for (const BrokenCase& c : kCases) found |= entry.path().filename() == c.name;
     EXPECT_TRUE(found) << entry.path() << " has no case in broken_fixtures_test.cc";
   }
+}
+
+// A run-time kernel error of a compiled program names the .ptl line of the
+// instruction (docs/pto-format.md, "Source lines"), not generated C++.
+TEST(CompiledKernelErrorTest, AnOutOfRangeLoadNamesTheProgramLine) {
+  const fs::path work = scratch_dir("kernel_error_ptl_line");
+  const fs::path program = work / "pick.ptl";
+  // Compiled with i = 1; run with i = 7, past x's 4 rows.
+  std::ofstream(program) << "kernel aiv pick(x: in f32[4, 16], y: out f32[1, 16], i: i32) {\n"
+                            "  let t = load(x, [i, 0], [1, 16])\n"
+                            "  store(t, y, [0, 0])\n"
+                            "}\n"
+                            "chip main(x: in f32[4, 16], y: out f32[1, 16], i: i32) { pick(x, y, i) }\n";
+  const fs::path dir = work / "build";
+  CoordResult c =
+      run_split({PYPTO_COMPILE_BIN, program.string(), "-o", dir.string(), "--scalar", "i=1"});
+  ASSERT_EQ(c.exit_code, 0) << c.all();
+  CoordResult r = coord({"run", dir.string(), "--scalar", "i=7"});
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  EXPECT_TRUE(contains(r.err, "pick: load of a [1, 16] tile at [7, 0] is outside 'x' [4, 16] (at " +
+                                  program.string() + ":2)"))
+      << r.err;
 }
 
 }  // namespace

@@ -31,11 +31,13 @@ static void ptoas_mm(const pypto_kernel_args* args) {
     const int64_t step1 = INT64_C(64);
     for (r_k = INT64_C(0); r_k < hi1; r_k += step1) {
       // %t0:f32[64, 64] = tload a[0, %k]
+      k.at("t.ptl", 5);
       {
         const int64_t o[] = {INT64_C(0), r_k};
         if (!k.load(p_a, "a", o, 64, 64, r_t0)) return;
       }
       // %t1:f32[64, 32] = tload b[%k, 0]
+      k.at("t.ptl", 5);
       {
         const int64_t o[] = {r_k, INT64_C(0)};
         if (!k.load(p_b, "b", o, 64, 32, r_t1)) return;
@@ -45,6 +47,7 @@ static void ptoas_mm(const pypto_kernel_args* args) {
     }
   }
   // tstore %acc, c[0, 0]
+  k.at("t.ptl", 7);
   {
     const int64_t o[] = {INT64_C(0), INT64_C(0)};
     if (!k.store(r_acc, 64, 32, p_c, "c", o)) return;

@@ -42,11 +42,13 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
   // %n:i64 = mov 2
   r_n = INT64_C(2);
   // %t0:f32[1, 256] = tload inp[0, 0]
+  k.at("t.ptl", 8);
   {
     const int64_t o[] = {INT64_C(0), INT64_C(0)};
     if (!k.load(p_inp, "inp", o, 1, 256, r_t0)) return;
   }
   // tstore %t0, data[0, 0]
+  k.at("t.ptl", 8);
   {
     const int64_t o[] = {INT64_C(0), INT64_C(0)};
     if (!k.store(r_t0, 1, 256, p_data, "data", o)) return;
@@ -61,6 +63,7 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
       // if %t1
       if (r_t1) {
         // notify signal[%me, 0], %p, 1, add
+        k.at("t.ptl", 9);
         {
           const int64_t o[] = {r_me, INT64_C(0)};
           if (!k.notify(id_signal, p_signal, "signal", r_p, o, INT64_C(1), PYPTO_STORE_ADD)) return;
@@ -78,14 +81,16 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
       // if %t2
       if (r_t2) {
         // wait signal[%s, 0], ge, 1
+        k.at("t.ptl", 10);
         {
           const int64_t o[] = {r_s, INT64_C(0)};
-          if (!k.wait(id_signal, p_signal, "signal", o, PYPTO_CMP_GE, INT64_C(1), "t.ptl", 10)) return;
+          if (!k.wait(id_signal, p_signal, "signal", o, PYPTO_CMP_GE, INT64_C(1))) return;
         }
       }
     }
   }
   // %acc:f32[1, 256] = tload data[0, 0]
+  k.at("t.ptl", 11);
   {
     const int64_t o[] = {INT64_C(0), INT64_C(0)};
     if (!k.load(p_data, "data", o, 1, 256, r_acc)) return;
@@ -100,6 +105,7 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
       // if %t3
       if (r_t3) {
         // %t4:f32[1, 256] = tremote_load data[0, 0], %p_1
+        k.at("t.ptl", 12);
         {
           const int64_t o[] = {INT64_C(0), INT64_C(0)};
           if (!k.remote_load(id_data, p_data, "data", r_p_1, o, 1, 256, r_t4)) return;
@@ -110,6 +116,7 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
     }
   }
   // tstore %acc, out[0, 0]
+  k.at("t.ptl", 13);
   {
     const int64_t o[] = {INT64_C(0), INT64_C(0)};
     if (!k.store(r_acc, 1, 256, p_out, "out", o)) return;

@@ -22,6 +22,7 @@ static void ptoas_softmax_rows(const pypto_kernel_args* args) {
   float* const r_s = reinterpret_cast<float*>(scratch + 32896);  // f32[32, 1]
   float* const r_t0 = reinterpret_cast<float*>(scratch + 33024);  // f32[32, 128]
   // %t:f32[32, 128] = tload x[0, 0]
+  k.at("t.ptl", 8);
   {
     const int64_t o[] = {INT64_C(0), INT64_C(0)};
     if (!k.load(p_x, "x", o, 32, 128, r_t)) return;
@@ -51,6 +52,7 @@ static void ptoas_softmax_rows(const pypto_kernel_args* args) {
   {
     float* f2_g0 = nullptr;
     int64_t f2_ld0 = 0;
+    k.at("t.ptl", 12);
     {
       const int64_t o[] = {INT64_C(0), INT64_C(0)};
       if (!k.view(p_y, "y", o, 32, 128, "store", &f2_g0, &f2_ld0)) return;
@@ -73,6 +75,7 @@ static void ptoas_softmax_rows(const pypto_kernel_args* args) {
       // %t0:f32[32, 128] = tdiv %e, %s
       pto::binary(pto::kDiv, 32, 128, r_e, r_s, pto::kRow, r_t0);
       // tstore %t0, y[0, 0]
+      k.at("t.ptl", 12);
       {
         const int64_t o[] = {INT64_C(0), INT64_C(0)};
         if (!k.store(r_t0, 32, 128, p_y, "y", o)) return;

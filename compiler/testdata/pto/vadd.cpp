@@ -25,18 +25,21 @@ static void ptoas_vadd(const pypto_kernel_args* args) {
   {
     const float* f1_g0 = nullptr;
     int64_t f1_ld0 = 0;
+    k.at("t.ptl", 2);
     {
       const int64_t o[] = {INT64_C(0), INT64_C(0)};
       if (!k.view(p_a, "a", o, 4, 64, "load", &f1_g0, &f1_ld0)) return;
     }
     const float* f1_g1 = nullptr;
     int64_t f1_ld1 = 0;
+    k.at("t.ptl", 2);
     {
       const int64_t o[] = {INT64_C(0), INT64_C(0)};
       if (!k.view(p_b, "b", o, 4, 64, "load", &f1_g1, &f1_ld1)) return;
     }
     float* f1_g2 = nullptr;
     int64_t f1_ld2 = 0;
+    k.at("t.ptl", 2);
     {
       const int64_t o[] = {INT64_C(0), INT64_C(0)};
       if (!k.view(p_c, "c", o, 4, 64, "store", &f1_g2, &f1_ld2)) return;
@@ -62,11 +65,13 @@ static void ptoas_vadd(const pypto_kernel_args* args) {
       });
     } else {  // strided columns or overlapping regions: one instruction at a time
       // %t0:f32[4, 64] = tload a[0, 0]
+      k.at("t.ptl", 2);
       {
         const int64_t o[] = {INT64_C(0), INT64_C(0)};
         if (!k.load(p_a, "a", o, 4, 64, r_t0)) return;
       }
       // %t1:f32[4, 64] = tload b[0, 0]
+      k.at("t.ptl", 2);
       {
         const int64_t o[] = {INT64_C(0), INT64_C(0)};
         if (!k.load(p_b, "b", o, 4, 64, r_t1)) return;
@@ -74,6 +79,7 @@ static void ptoas_vadd(const pypto_kernel_args* args) {
       // %t0:f32[4, 64] = tadd %t0, %t1
       pto::binary(pto::kAdd, 4, 64, r_t0, r_t1, pto::kFull, r_t0);
       // tstore %t0, c[0, 0]
+      k.at("t.ptl", 2);
       {
         const int64_t o[] = {INT64_C(0), INT64_C(0)};
         if (!k.store(r_t0, 4, 64, p_c, "c", o)) return;
