@@ -6,8 +6,8 @@
 #include <set>
 
 #include "artifact/binary_cache.h"
-#include "common/error.h"
 #include "common/log.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -12,13 +12,13 @@
 #include "artifact/include_closure.h"
 #include "artifact/kernel_headers.h"
 #include "artifact/loaded_binary.h"
-#include "common/error.h"
 #include "common/file_lock.h"
 #include "common/fs_util.h"
 #include "common/hash.h"
 #include "common/json_reader.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "pypto/error.h"
 #include "pypto/kernel_abi.h"
 
 namespace pypto {

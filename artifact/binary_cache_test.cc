@@ -18,10 +18,10 @@
 #include "artifact/compiler_identity.h"
 #include "artifact/kernel_headers.h"
 #include "artifact/loaded_binary.h"
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/json_reader.h"
 #include "common/subprocess.h"
+#include "pypto/error.h"
 #include "pypto/kernel_abi.h"
 #include "tests/scoped_env.h"
 

@@ -1,10 +1,10 @@
-#include "artifact/build_kind.h"
+#include "pypto/build_kind.h"
 
 #include <string>
 #include <system_error>
 
 #include "artifact/build_paths.h"
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -1,10 +1,10 @@
-#include "artifact/build_kind.h"
+#include "pypto/build_kind.h"
 
 #include <gtest/gtest.h>
 
 #include "artifact/build_paths.h"
 #include "artifact/fixture_test_util.h"
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 namespace {

@@ -1,12 +1,20 @@
-#include "artifact/compiled_program.h"
+#include "pypto/compiled_program.h"
 
 #include <system_error>
 
 #include "artifact/build_paths.h"
+#include "artifact/compiled_meta.h"
+#include "artifact/kernel_config.h"
 #include "artifact/sidecar_checks.h"
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
+
+struct CompiledProgram::Contents {
+  CompiledMeta meta;
+  KernelConfig config;
+  std::optional<GoldenSpec> golden;
+};
 
 namespace {
 
@@ -64,20 +72,22 @@ CompiledProgram CompiledProgram::from_dir(const fs::path& dir,
 
   CompiledProgram p;
   p.dir_ = dir;
-  p.meta_ = CompiledMeta::load(dir);
-  p.config_ = KernelConfig::load(dir);
-  reject_windows(dir, p.config_.orchestrations, "orchestrations");
-  reject_windows(dir, p.config_.kernels, "kernels");
+  auto contents = std::make_shared<Contents>();
+  Contents& c = *contents;
+  c.meta = CompiledMeta::load(dir);
+  c.config = KernelConfig::load(dir);
+  reject_windows(dir, c.config.orchestrations, "orchestrations");
+  reject_windows(dir, c.config.kernels, "kernels");
 
-  const OrchestrationInfo* orch = p.config_.find_orchestration(p.meta_.program);
+  const OrchestrationInfo* orch = c.config.find_orchestration(c.meta.program);
   if (!orch)
     fail_in(dir, kCompiledMetaFile, "program",
-            "names '" + p.meta_.program + "', which is not an orchestration of " +
+            "names '" + c.meta.program + "', which is not an orchestration of " +
                 sidecar_display(dir, kKernelConfigFile) +
-                " (it has: " + p.config_.orchestration_names() + ")");
+                " (it has: " + c.config.orchestration_names() + ")");
   // The orchestration receives the program's tensor parameters in order, and
   // its scalar parameters (kernel ABI: tensors and scalars are separate arrays).
-  size_t index = static_cast<size_t>(orch - p.config_.orchestrations.data());
+  size_t index = static_cast<size_t>(orch - c.config.orchestrations.data());
   std::vector<ArgKind> tensor_kinds;
   size_t scalar_count = 0;
   for (ArgKind k : orch->signature) {
@@ -86,36 +96,37 @@ CompiledProgram CompiledProgram::from_dir(const fs::path& dir,
     else
       tensor_kinds.push_back(k);
   }
-  bool match = tensor_kinds.size() == p.meta_.params.size() &&
-               scalar_count == p.meta_.scalars.size();
+  bool match = tensor_kinds.size() == c.meta.params.size() &&
+               scalar_count == c.meta.scalars.size();
   for (size_t i = 0; match && i < tensor_kinds.size(); ++i) {
     const ArgKind k = tensor_kinds[i];
-    const Direction d = p.meta_.params[i].direction;
+    const Direction d = c.meta.params[i].direction;
     match = (k == ArgKind::kIn && d == Direction::kIn) ||
             (k == ArgKind::kOut && d == Direction::kOut) ||
             (k == ArgKind::kInOut && d == Direction::kInOut);
   }
   if (!match) {
     std::string dirs = "[";
-    for (size_t i = 0; i < p.meta_.params.size(); ++i)
-      dirs += (i ? ", " : "") + std::string(direction_name(p.meta_.params[i].direction));
-    for (size_t i = 0; i < p.meta_.scalars.size(); ++i)
+    for (size_t i = 0; i < c.meta.params.size(); ++i)
+      dirs += (i ? ", " : "") + std::string(direction_name(c.meta.params[i].direction));
+    for (size_t i = 0; i < c.meta.scalars.size(); ++i)
       dirs += (dirs.size() > 1 ? ", " : "") + std::string("Scalar");
     dirs += "]";
     fail_in(dir, kKernelConfigFile, "orchestrations[" + std::to_string(index) + "].signature",
             "is " + signature_string(orch->signature) + " but " +
-                sidecar_display(dir, kCompiledMetaFile) + " gives program '" + p.meta_.program +
-                "' the parameters " + dirs + " (" + param_names(p.meta_.params) +
+                sidecar_display(dir, kCompiledMetaFile) + " gives program '" + c.meta.program +
+                "' the parameters " + dirs + " (" + param_names(c.meta.params) +
                 "); they must agree one to one");
   }
 
-  p.golden_ = GoldenSpec::load_if_present(dir, p.meta_.params);
+  c.golden = GoldenSpec::load_if_present(dir, c.meta.params);
   if (platform_override) {
-    check_platform_override(*platform_override, p.meta_.arch);
+    check_platform_override(*platform_override, c.meta.arch);
     p.platform_ = *platform_override;
   } else {
-    p.platform_ = p.meta_.platform;
+    p.platform_ = c.meta.platform;
   }
+  p.contents_ = std::move(contents);
   return p;
 }
 
@@ -133,11 +144,13 @@ CompiledProgram CompiledProgram::from_sub_build(const fs::path& dir, KernelConfi
                                                 const std::string& arch) {
   CompiledProgram p;
   p.dir_ = dir;
-  p.config_ = std::move(config);
-  const OrchestrationInfo* orch = p.config_.find_orchestration(program);
+  auto contents = std::make_shared<Contents>();
+  Contents& c = *contents;
+  c.config = std::move(config);
+  const OrchestrationInfo* orch = c.config.find_orchestration(program);
   if (!orch)
     fail_in(dir, kKernelConfigFile, "orchestrations",
-            "has no orchestration '" + program + "' (it has: " + p.config_.orchestration_names() +
+            "has no orchestration '" + program + "' (it has: " + c.config.orchestration_names() +
                 ")");
   std::vector<ArgKind> tensor_kinds;
   for (ArgKind kind : orch->signature)
@@ -150,26 +163,38 @@ CompiledProgram CompiledProgram::from_sub_build(const fs::path& dir, KernelConfi
     for (const ParamInfo& param : params)
       dirs += (dirs.empty() ? "" : ", ") + std::string(direction_name(param.direction));
     fail_in(dir, kKernelConfigFile,
-            "orchestrations[" + std::to_string(orch - p.config_.orchestrations.data()) +
+            "orchestrations[" + std::to_string(orch - c.config.orchestrations.data()) +
                 "].signature",
             "is " + signature_string(orch->signature) + " but the dispatch passes the tensors [" +
                 dirs + "]; they must agree one to one");
   }
-  p.meta_.program = program;
-  p.meta_.params = std::move(params);
-  p.meta_.platform = platform;
-  p.meta_.arch = arch;
+  c.meta.program = program;
+  c.meta.params = std::move(params);
+  c.meta.platform = platform;
+  c.meta.arch = arch;
   p.platform_ = platform;
+  p.contents_ = std::move(contents);
   return p;
 }
 
 const OrchestrationInfo& CompiledProgram::orchestration() const {
   // from_dir guarantees it exists.
-  return *config_.find_orchestration(meta_.program);
+  return *contents_->config.find_orchestration(contents_->meta.program);
 }
 
+const CompiledMeta& CompiledProgram::meta() const { return contents_->meta; }
+const KernelConfig& CompiledProgram::kernel_config() const { return contents_->config; }
+const std::optional<GoldenSpec>& CompiledProgram::golden() const { return contents_->golden; }
+const std::string& CompiledProgram::name() const { return contents_->meta.program; }
+const std::vector<ParamInfo>& CompiledProgram::params() const { return contents_->meta.params; }
+const std::vector<ScalarParam>& CompiledProgram::scalars() const {
+  return contents_->meta.scalars;
+}
+const std::string& CompiledProgram::recorded_platform() const { return contents_->meta.platform; }
+const std::string& CompiledProgram::arch() const { return contents_->meta.arch; }
+
 CompiledProgram CompiledProgram::with_platform(const std::string& platform) const {
-  check_platform_override(platform, meta_.arch);
+  check_platform_override(platform, arch());
   CompiledProgram copy = *this;
   copy.platform_ = platform;
   return copy;

@@ -1,11 +1,12 @@
-#include "artifact/compiled_program.h"
+#include "pypto/compiled_program.h"
 
 #include <gtest/gtest.h>
 
 #include "artifact/build_paths.h"
 #include "artifact/fixture_test_util.h"
-#include "common/error.h"
-#include "common/npy.h"
+#include "artifact/kernel_config.h"
+#include "pypto/error.h"
+#include "pypto/npy.h"
 
 namespace pypto {
 namespace {

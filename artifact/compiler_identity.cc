@@ -8,8 +8,8 @@
 #include <mutex>
 #include <optional>
 
-#include "common/error.h"
 #include "common/subprocess.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

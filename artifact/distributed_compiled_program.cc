@@ -1,14 +1,25 @@
-#include "artifact/distributed_compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
 
 #include <set>
 #include <system_error>
 
 #include "artifact/build_paths.h"
-#include "artifact/compiled_program.h"
-#include "common/error.h"
-#include "common/tensor.h"  // shape_string
+#include "artifact/chip_build.h"
+#include "artifact/distributed_meta.h"
+#include "artifact/host_orch.h"
+#include "artifact/kernel_config.h"
+#include "pypto/compiled_program.h"
+#include "pypto/error.h"
+#include "pypto/tensor.h"  // shape_string
 
 namespace pypto {
+
+struct DistributedCompiledProgram::Contents {
+  DistributedMeta meta;
+  HostOrch host_orch;
+  std::vector<ChipBuild> chips;
+  std::optional<GoldenSpec> golden;
+};
 
 namespace {
 
@@ -178,8 +189,10 @@ DistributedCompiledProgram DistributedCompiledProgram::from_dir(
                      "pypto-coord run/replay/exec detect the kind themselves");
   DistributedCompiledProgram p;
   p.dir_ = dir;
-  p.meta_ = DistributedMeta::load(dir);
-  p.host_orch_ = HostOrch::load(dir);
+  auto contents = std::make_shared<Contents>();
+  Contents& c = *contents;
+  c.meta = DistributedMeta::load(dir);
+  c.host_orch = HostOrch::load(dir);
   // A symlinked next_levels/ or next_levels/<r> pointing out of the build
   // would be shipped to the agents as if it were part of it; refuse it.
   std::error_code canon_ec;
@@ -200,40 +213,66 @@ DistributedCompiledProgram DistributedCompiledProgram::from_dir(
   refuse_link_out_of_build(dir / fs::path(kNextLevelsDir));
   // Every rank's sub-build must be there; a missing one is reported as its
   // missing kernel_config.json.
-  for (int64_t r = 0; r < p.meta_.world_size; ++r) {
+  for (int64_t r = 0; r < c.meta.world_size; ++r) {
     fs::path sub = next_level_dir(dir, r);
     refuse_link_out_of_build(sub);
     std::error_code ec;
     if (!fs::exists(sub / fs::path(kKernelConfigFile), ec))
       throw ArtifactError(sidecar_display(sub, kKernelConfigFile), "",
-                          "is missing; world_size is " + std::to_string(p.meta_.world_size) +
-                              ", so every rank 0.." + std::to_string(p.meta_.world_size - 1) +
+                          "is missing; world_size is " + std::to_string(c.meta.world_size) +
+                              ", so every rank 0.." + std::to_string(c.meta.world_size - 1) +
                               " needs its sub-build in next_levels/<r>/",
                           recompile_remedy(dir));
-    p.chips_.push_back(ChipBuild{sub, KernelConfig::load(sub)});
+    c.chips.push_back(ChipBuild{sub, KernelConfig::load(sub)});
   }
-  check_dispatches(dir, p.meta_, p.host_orch_, p.chips_);
-  p.golden_ = GoldenSpec::load_if_present(dir, p.meta_.params);
+  check_dispatches(dir, c.meta, c.host_orch, c.chips);
+  c.golden = GoldenSpec::load_if_present(dir, c.meta.params);
 
   if (overrides.platform) {
-    check_platform_override(*overrides.platform, p.meta_.arch);
+    check_platform_override(*overrides.platform, c.meta.arch);
     p.platform_ = *overrides.platform;
   } else {
-    p.platform_ = p.meta_.platform;
+    p.platform_ = c.meta.platform;
   }
   if (overrides.device_ids) {
-    check_device_ids_override(*overrides.device_ids, p.meta_.world_size);
+    check_device_ids_override(*overrides.device_ids, c.meta.world_size);
     p.device_ids_ = *overrides.device_ids;
   } else {
-    p.device_ids_ = p.meta_.distributed_config.device_ids;
+    p.device_ids_ = c.meta.distributed_config.device_ids;
   }
+  p.contents_ = std::move(contents);
   return p;
 }
 
 std::vector<const Dispatch*> DistributedCompiledProgram::dispatches_of(int64_t rank) const {
   std::vector<const Dispatch*> out;
-  for (size_t i : host_orch_.dispatches_of(rank)) out.push_back(&host_orch_.dispatches[i]);
+  const HostOrch& plan = contents_->host_orch;
+  for (size_t i : plan.dispatches_of(rank)) out.push_back(&plan.dispatches[i]);
   return out;
+}
+
+const DistributedMeta& DistributedCompiledProgram::meta() const { return contents_->meta; }
+const HostOrch& DistributedCompiledProgram::host_orch() const { return contents_->host_orch; }
+const std::optional<GoldenSpec>& DistributedCompiledProgram::golden() const {
+  return contents_->golden;
+}
+const std::string& DistributedCompiledProgram::name() const { return contents_->meta.program; }
+const std::vector<ParamInfo>& DistributedCompiledProgram::params() const {
+  return contents_->meta.params;
+}
+const std::vector<ScalarParam>& DistributedCompiledProgram::scalars() const {
+  return contents_->meta.scalars;
+}
+int64_t DistributedCompiledProgram::world_size() const { return contents_->meta.world_size; }
+const std::string& DistributedCompiledProgram::recorded_platform() const {
+  return contents_->meta.platform;
+}
+const std::string& DistributedCompiledProgram::arch() const { return contents_->meta.arch; }
+const std::vector<ChipBuild>& DistributedCompiledProgram::chips() const {
+  return contents_->chips;
+}
+const ChipBuild& DistributedCompiledProgram::chip(int64_t rank) const {
+  return contents_->chips.at(static_cast<size_t>(rank));
 }
 
 }  // namespace pypto

@@ -1,13 +1,15 @@
-#include "artifact/distributed_compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "artifact/build_paths.h"
+#include "artifact/chip_build.h"
 #include "artifact/fixture_test_util.h"
-#include "common/error.h"
-#include "common/npy.h"
+#include "artifact/host_orch.h"
+#include "pypto/error.h"
+#include "pypto/npy.h"
 
 namespace pypto {
 namespace {

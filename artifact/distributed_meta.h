@@ -10,7 +10,7 @@
 
 #include "artifact/program_meta.h"
 #include "common/json_reader.h"
-#include "common/run_config.h"  // DistributedConfig
+#include "pypto/run_config.h"  // DistributedConfig
 
 namespace pypto {
 

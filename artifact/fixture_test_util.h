@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "common/error.h"
 #include "common/json_reader.h"
+#include "pypto/error.h"
 #include "tests/fixture_copy.h"
 
 namespace pypto::testing {

@@ -1,11 +1,12 @@
-#include "artifact/golden_spec.h"
+#include "pypto/golden_spec.h"
 
 #include <cmath>
 #include <system_error>
 
 #include "artifact/build_paths.h"
 #include "artifact/sidecar_checks.h"
-#include "common/error.h"
+#include "common/json_reader.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

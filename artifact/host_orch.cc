@@ -2,8 +2,8 @@
 
 #include "artifact/build_paths.h"
 #include "artifact/sidecar_checks.h"
-#include "common/error.h"
-#include "common/tensor.h"  // shape_string
+#include "pypto/error.h"
+#include "pypto/tensor.h"  // shape_string
 
 namespace pypto {
 

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "artifact/param_info.h"
-#include "artifact/scalar_param.h"
-#include "common/dtype.h"
 #include "common/json_reader.h"
+#include "pypto/dtype.h"
+#include "pypto/param_info.h"
+#include "pypto/scalar_param.h"
 
 namespace pypto {
 

@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "common/module_path.h"
+#include "pypto/error.h"
 
 #ifndef PYPTO_SOURCE_INCLUDE_DIR
 #define PYPTO_SOURCE_INCLUDE_DIR ""
@@ -38,11 +39,10 @@ fs::path kernel_include_dir() {
   }
 
   std::vector<fs::path> looked;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path installed =
-        (exe.parent_path() / ".." / PYPTO_INSTALL_INCLUDE_SUBDIR).lexically_normal();
+  // An installed command (<prefix>/bin) or libpypto.so (<prefix>/lib) finds
+  // the headers installed with it.
+  if (const fs::path module = current_module(); !module.empty()) {
+    fs::path installed = (install_prefix_of(module) / PYPTO_INSTALL_INCLUDE_SUBDIR).lexically_normal();
     if (has_abi_header(installed)) return installed;
     looked.push_back(installed);
   }

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -1,8 +1,9 @@
-#include "artifact/param_info.h"
+#include "pypto/param_info.h"
 
 #include <map>
 
 #include "artifact/sidecar_checks.h"
+#include "common/json_reader.h"
 
 namespace pypto {
 

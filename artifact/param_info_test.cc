@@ -1,4 +1,4 @@
-#include "artifact/param_info.h"
+#include "pypto/param_info.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "artifact/param_info.h"
-#include "artifact/scalar_param.h"
 #include "common/json_reader.h"
+#include "pypto/param_info.h"
+#include "pypto/scalar_param.h"
 
 namespace pypto {
 

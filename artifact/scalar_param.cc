@@ -1,4 +1,4 @@
-#include "artifact/scalar_param.h"
+#include "pypto/scalar_param.h"
 
 #include <charconv>
 #include <cmath>
@@ -9,7 +9,8 @@
 #include <set>
 
 #include "artifact/sidecar_checks.h"
-#include "common/error.h"
+#include "common/json_reader.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

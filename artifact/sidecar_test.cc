@@ -10,10 +10,10 @@
 #include "artifact/compiled_meta.h"
 #include "artifact/distributed_meta.h"
 #include "artifact/fixture_test_util.h"
-#include "artifact/golden_spec.h"
 #include "artifact/host_orch.h"
 #include "artifact/kernel_config.h"
 #include "artifact/sidecar_checks.h"
+#include "pypto/golden_spec.h"
 
 namespace pypto {
 namespace {

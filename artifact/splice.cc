@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "common/subprocess.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "pypto/error.h"
 #include "tests/scoped_env.h"
 
 namespace pypto {

@@ -52,11 +52,11 @@
 #include <string>
 #include <vector>
 
-#include "artifact/distributed_compiled_program.h"
 #include "bench/l3_bench_util.h"
-#include "common/error.h"
 #include "common/log.h"
-#include "coordinator/distributed_worker.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/distributed_worker.h"
+#include "pypto/error.h"
 
 namespace pypto::bench {
 namespace {

@@ -40,14 +40,14 @@
 #include <string>
 #include <vector>
 
-#include "artifact/compiled_program.h"
 #include "bench/l2_bench_util.h"
-#include "common/error.h"
 #include "common/log.h"
-#include "common/tensor.h"
 #include "compiler/driver.h"
-#include "orchestration/chip_worker.h"
-#include "include/pypto/tile.h"
+#include "pypto/chip_worker.h"
+#include "pypto/compiled_program.h"
+#include "pypto/error.h"
+#include "pypto/tensor.h"
+#include "pypto/tile.h"
 
 namespace pypto::bench {
 namespace {

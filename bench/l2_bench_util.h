@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::bench {
 

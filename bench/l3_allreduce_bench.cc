@@ -43,15 +43,15 @@
 #include <string>
 #include <vector>
 
-#include "artifact/distributed_compiled_program.h"
-#include "artifact/golden_spec.h"
 #include "bench/l3_bench_util.h"
-#include "common/error.h"
 #include "common/log.h"
-#include "common/npy.h"
-#include "coordinator/distributed_worker.h"
 #include "coordinator/program_inputs.h"
 #include "launch/command_words.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/distributed_worker.h"
+#include "pypto/error.h"
+#include "pypto/golden_spec.h"
+#include "pypto/npy.h"
 
 namespace pypto::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 extern char** environ;
 

@@ -51,18 +51,21 @@
 
 #include "artifact/assembler.h"
 #include "artifact/binary_cache.h"
+#include "artifact/chip_build.h"
+#include "artifact/host_orch.h"
+#include "artifact/kernel_config.h"
 #include "artifact/loaded_binary.h"
-#include "artifact/compiled_program.h"
-#include "artifact/distributed_compiled_program.h"
-#include "artifact/golden_spec.h"
 #include "bench/l3_bench_util.h"
-#include "common/error.h"
 #include "common/log.h"
-#include "common/npy.h"
 #include "common/wire/protocol.h"
-#include "orchestration/chip_worker.h"
-#include "coordinator/distributed_worker.h"
 #include "coordinator/program_inputs.h"
+#include "pypto/chip_worker.h"
+#include "pypto/compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/distributed_worker.h"
+#include "pypto/error.h"
+#include "pypto/golden_spec.h"
+#include "pypto/npy.h"
 
 namespace pypto::bench {
 namespace {

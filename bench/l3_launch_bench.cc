@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "bench/l3_bench_util.h"
-#include "common/error.h"
 #include "launch/command_words.h"
+#include "pypto/error.h"
 
 namespace pypto::bench {
 namespace {

@@ -31,13 +31,14 @@
 #include <thread>
 #include <vector>
 
-#include "artifact/compiled_program.h"
 #include "bench/l2_bench_util.h"
-#include "common/error.h"
 #include "common/log.h"
-#include "common/tensor.h"
-#include "orchestration/chip_worker.h"
-#include "include/pypto/tile.h"
+#include "orchestration/dispatch_record.h"
+#include "pypto/chip_worker.h"
+#include "pypto/compiled_program.h"
+#include "pypto/error.h"
+#include "pypto/tensor.h"
+#include "pypto/tile.h"
 
 namespace pypto::bench {
 namespace {
@@ -168,7 +169,7 @@ void report_timeline(const CompiledProgram& program, std::vector<Tensor>& args, 
   std::vector<double> run, busy, head, tail;
   for (int r = 0; r < rounds; ++r) {
     const ChipRunResult result = worker.run(program, args);
-    const chip::DispatchRecord& rec = result.record;
+    const chip::DispatchRecord& rec = *result.record;
     int64_t first_start = INT64_MAX, last_end = 0, kernel_ns = 0;
     for (const chip::TaskRecord& t : rec.tasks) {
       first_start = std::min(first_start, t.start_ns);

@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/error.h"
 #include "orchestration/chip_runtime.h"
-#include "include/pypto/kernel_abi.h"
+#include "pypto/error.h"
+#include "pypto/kernel_abi.h"
 
 namespace pypto::bench {
 namespace {

@@ -3,7 +3,7 @@ add_library(pypto_warnings INTERFACE)
 target_compile_options(pypto_warnings INTERFACE -Wall -Wextra)
 # Include paths are relative to the repository root, as in "artifact/build_dir.h".
 add_library(pypto_root_include INTERFACE)
-target_include_directories(pypto_root_include INTERFACE ${PROJECT_SOURCE_DIR})
+target_include_directories(pypto_root_include INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include)
 
 # pypto_add_library(name SOURCES ... DEPS ...)
 function(pypto_add_library name)

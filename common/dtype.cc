@@ -1,4 +1,4 @@
-#include "common/dtype.h"
+#include "pypto/dtype.h"
 
 #include <array>
 

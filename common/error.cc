@@ -1,4 +1,4 @@
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

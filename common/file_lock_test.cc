@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 namespace {

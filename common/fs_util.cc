@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -1,7 +1,7 @@
 #include "common/json_reader.h"
 
-#include "common/error.h"
 #include "common/fs_util.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -5,12 +5,16 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::log {
 
 namespace {
-std::atomic<Level> g_level{Level::kInfo};
+Level level_from_env();
+// PYPTO_RUNTIME_LOG applies from the start, so a host program linked against
+// libpypto (which never calls init) honours it too; an invalid value is left
+// for init() to report.
+std::atomic<Level> g_level{level_from_env()};
 
 std::shared_ptr<spdlog::logger> make_logger() {
   // Diagnostics go to stderr so stdout stays machine-readable (exec markers, --json).
@@ -26,6 +30,12 @@ std::shared_ptr<spdlog::logger>& logger_ptr() {
 }
 
 const char* kValidNames = "debug, info, timing, warn, error, null";
+
+Level level_from_env() {
+  const char* env = std::getenv("PYPTO_RUNTIME_LOG");
+  const auto parsed = env ? parse_level(env) : std::nullopt;
+  return parsed.value_or(Level::kInfo);
+}
 }  // namespace
 
 std::optional<Level> parse_level(std::string_view name) {

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::log {
 namespace {

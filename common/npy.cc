@@ -1,4 +1,4 @@
-#include "common/npy.h"
+#include "pypto/npy.h"
 
 #include <algorithm>
 #include <array>
@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common/error.h"
 #include "common/fs_util.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

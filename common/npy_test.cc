@@ -1,4 +1,4 @@
-#include "common/npy.h"
+#include "pypto/npy.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

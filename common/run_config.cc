@@ -1,4 +1,4 @@
-#include "common/run_config.h"
+#include "pypto/run_config.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <type_traits>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/run_config.h"
+#include "pypto/run_config.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 namespace {

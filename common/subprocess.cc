@@ -17,7 +17,7 @@
 #include <cstring>
 #include <set>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 extern char** environ;
 

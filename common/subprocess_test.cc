@@ -8,7 +8,7 @@
 #include <csignal>
 #include <thread>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto {
 namespace {

@@ -1,4 +1,4 @@
-#include "common/tensor.h"
+#include "pypto/tensor.h"
 
 #include <algorithm>
 #include <cstring>

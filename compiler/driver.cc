@@ -8,12 +8,7 @@
 #include <sstream>
 #include <utility>
 
-#include "artifact/distributed_compiled_program.h"
-#include "artifact/scalar_param.h"
-#include "common/error.h"
 #include "common/fs_util.h"
-#include "common/npy.h"
-#include "common/run_config.h"
 #include "common/version.h"
 #include "compiler/check/checker.h"
 #include "compiler/codegen/codegen_build.h"
@@ -21,6 +16,11 @@
 #include "compiler/frontend/loader.h"
 #include "compiler/interp/interp_values.h"
 #include "compiler/interp/reference_interpreter.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/error.h"
+#include "pypto/npy.h"
+#include "pypto/run_config.h"
+#include "pypto/scalar_param.h"
 
 namespace pypto::compiler {
 

@@ -8,11 +8,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "artifact/compiled_program.h"
-#include "artifact/distributed_compiled_program.h"
-#include "common/npy.h"
+#include "artifact/host_orch.h"
+#include "artifact/kernel_config.h"
 #include "compiler/driver.h"
 #include "compiler/test_util.h"
+#include "pypto/compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/npy.h"
 
 namespace pypto::compiler {
 namespace {

@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
-#include "common/error.h"
 #include "common/log.h"
 #include "common/rank_list.h"
 #include "common/seconds_text.h"
 #include "coordinator/interrupt.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

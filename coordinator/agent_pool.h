@@ -20,11 +20,11 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/error.h"
 #include "common/wire/channel.h"
 #include "common/wire/curve.h"
 #include "common/wire/protocol.h"
 #include "launch/mpirun_notice.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -8,9 +8,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "artifact/build_kind.h"
 #include "artifact/build_paths.h"
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/json_reader.h"
 #include "common/log.h"
@@ -19,6 +17,8 @@
 #include "coordinator/program_inputs.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/timeline.h"
+#include "pypto/build_kind.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 namespace {

@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/heap.h"
 #include "common/log.h"
@@ -19,6 +18,7 @@
 #include "coordinator/replay_command.h"
 #include "coordinator/run_command.h"
 #include "coordinator/timeline_command.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "common/error.h"
 #include "common/seconds_text.h"
 #include "launch/command_words.h"
 #include "orchestration/pmu.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "common/run_config.h"
-#include "coordinator/distributed_worker.h"
-#include "orchestration/chip_worker.h"
+#include "pypto/chip_worker.h"
+#include "pypto/distributed_worker.h"
+#include "pypto/run_config.h"
 
 namespace pypto::coord {
 

@@ -1,4 +1,4 @@
-#include "coordinator/distributed_worker.h"
+#include "pypto/distributed_worker.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,8 +12,9 @@
 #include <random>
 #include <set>
 
+#include "artifact/chip_build.h"
+#include "artifact/host_orch.h"
 #include "artifact/kernel_config.h"
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/log.h"
 #include "common/seconds_text.h"
@@ -26,8 +27,10 @@
 #include "launch/hostfile.h"
 #include "launch/job.h"
 #include "launch/job_scratch.h"
+#include "launch/mpirun_command.h"
 #include "launch/reachable_address.h"
-#include "orchestration/chip_worker.h"
+#include "pypto/chip_worker.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

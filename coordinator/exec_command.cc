@@ -4,14 +4,14 @@
 #include <sstream>
 #include <string_view>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/subprocess.h"
 #include "coordinator/exec_manifest.h"
 #include "coordinator/interrupt.h"
-#include "artifact/build_kind.h"
 #include "coordinator/l2_run.h"
 #include "coordinator/l3_run.h"
+#include "pypto/build_kind.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -2,9 +2,9 @@
 
 #include <memory>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/json_reader.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -3,12 +3,17 @@
 #include <sstream>
 
 #include "artifact/binary_cache.h"
-#include "artifact/build_kind.h"
 #include "artifact/build_paths.h"
-#include "artifact/compiled_program.h"
-#include "artifact/distributed_compiled_program.h"
-#include "artifact/scalar_param.h"
+#include "artifact/chip_build.h"
+#include "artifact/compiled_meta.h"
+#include "artifact/distributed_meta.h"
+#include "artifact/host_orch.h"
+#include "artifact/kernel_config.h"
 #include "common/wire/blob_store.h"
+#include "pypto/build_kind.h"
+#include "pypto/compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/scalar_param.h"
 
 namespace pypto::coord {
 

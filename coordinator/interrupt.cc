@@ -8,8 +8,8 @@
 #include <cstring>
 #include <string>
 
-#include "common/error.h"
 #include "common/subprocess.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -1,12 +1,12 @@
 #include "coordinator/l2_run.h"
 
-#include "artifact/build_kind.h"
 #include "artifact/build_paths.h"
-#include "common/error.h"
 #include "common/log.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/run_report.h"
 #include "coordinator/timeline.h"
+#include "pypto/build_kind.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 
@@ -71,7 +71,7 @@ L2RunOutcome run_l2_program(const CompiledProgram& program, const RunRequest& re
   }
 
   out << program.name() << " (L2, " << program.platform() << "): "
-      << outcome.result.record.num_tasks << " task(s) in " << ms_text(outcome.result.run_ms)
+      << outcome.result.num_tasks << " task(s) in " << ms_text(outcome.result.run_ms)
       << ", assembly " << ms_text(outcome.result.assemble_ms) << "\n";
   outcome.outputs_written =
       write_output_files(outcome.output_dir, program.params(), args.tensors, out);

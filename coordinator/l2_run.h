@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "artifact/compiled_program.h"
 #include "coordinator/dispatch_flags.h"
 #include "coordinator/program_inputs.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/validate.h"
-#include "orchestration/chip_worker.h"
+#include "pypto/chip_worker.h"
+#include "pypto/compiled_program.h"
 
 namespace pypto::coord {
 

@@ -4,16 +4,20 @@
 #include <regex>
 #include <system_error>
 
-#include "artifact/build_kind.h"
 #include "artifact/build_paths.h"
-#include "common/error.h"
+#include "artifact/chip_build.h"
+#include "artifact/host_orch.h"
+#include "artifact/kernel_config.h"
 #include "common/fs_util.h"
 #include "common/json_reader.h"
 #include "common/log.h"
 #include "common/rank_list.h"
+#include "common/wire/protocol.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/run_report.h"
 #include "coordinator/timeline.h"
+#include "pypto/build_kind.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

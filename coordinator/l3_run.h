@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "artifact/distributed_compiled_program.h"
 #include "coordinator/dispatch_flags.h"
-#include "coordinator/distributed_worker.h"
 #include "coordinator/l2_run.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/distributed_worker.h"
 
 namespace pypto::coord {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "artifact/compiled_program.h"
-#include "artifact/distributed_compiled_program.h"
+#include "pypto/compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
 
 namespace pypto::coord {
 

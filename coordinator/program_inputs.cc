@@ -3,8 +3,8 @@
 #include <map>
 
 #include "artifact/build_paths.h"
-#include "common/error.h"
-#include "common/npy.h"
+#include "pypto/error.h"
+#include "pypto/npy.h"
 
 namespace pypto::coord {
 

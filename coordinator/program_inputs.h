@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "coordinator/program_data.h"
-#include "common/tensor.h"
+#include "pypto/tensor.h"
 
 namespace pypto::coord {
 

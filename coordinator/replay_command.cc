@@ -1,10 +1,10 @@
 #include "coordinator/replay_command.h"
 
 #include "artifact/binary_cache.h"
-#include "artifact/build_kind.h"
 #include "artifact/splice.h"
-#include "common/error.h"
 #include "coordinator/l3_run.h"
+#include "pypto/build_kind.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

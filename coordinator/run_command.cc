@@ -1,9 +1,9 @@
 #include "coordinator/run_command.h"
 
-#include "artifact/build_kind.h"
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "coordinator/l3_run.h"
+#include "pypto/build_kind.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

@@ -6,8 +6,8 @@
 #include <system_error>
 
 #include "artifact/build_paths.h"
-#include "common/error.h"
-#include "common/npy.h"
+#include "pypto/error.h"
+#include "pypto/npy.h"
 
 namespace pypto::coord {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "common/tensor.h"
 #include "coordinator/program_data.h"
 #include "coordinator/program_inputs.h"
 #include "coordinator/validate.h"
+#include "pypto/tensor.h"
 
 namespace pypto::coord {
 

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 

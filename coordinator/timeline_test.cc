@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "common/error.h"
 #include "common/fs_util.h"
+#include "pypto/error.h"
 
 namespace pypto::coord {
 namespace {

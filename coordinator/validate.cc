@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "artifact/build_paths.h"
-#include "common/error.h"
-#include "common/npy.h"
+#include "pypto/error.h"
+#include "pypto/npy.h"
 
 namespace pypto::coord {
 

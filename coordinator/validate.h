@@ -15,7 +15,7 @@
 
 #include "coordinator/program_data.h"
 #include "coordinator/program_inputs.h"
-#include "common/tensor.h"
+#include "pypto/tensor.h"
 
 namespace pypto::coord {
 

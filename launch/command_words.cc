@@ -1,6 +1,6 @@
 #include "launch/command_words.h"
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::launch {
 

@@ -21,10 +21,4 @@ std::optional<fs::path> resolve_executable(const fs::path& program) {
   return ec ? program : absolute.lexically_normal();
 }
 
-fs::path current_executable() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : self;
-}
-
 }  // namespace pypto::launch

@@ -11,7 +11,4 @@ namespace pypto::launch {
 // bare name is looked up in PATH. nullopt otherwise.
 std::optional<std::filesystem::path> resolve_executable(const std::filesystem::path& program);
 
-// This process's own executable (/proc/self/exe), empty when it cannot be read.
-std::filesystem::path current_executable();
-
 }  // namespace pypto::launch

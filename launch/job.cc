@@ -16,10 +16,10 @@
 #include <filesystem>
 #include <set>
 
-#include "common/error.h"
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "launch/session.h"
+#include "pypto/error.h"
 
 extern char** environ;
 

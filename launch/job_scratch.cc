@@ -11,8 +11,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/error.h"
 #include "common/log.h"
+#include "pypto/error.h"
 
 namespace pypto::launch {
 

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "common/error.h"
 #include "launch/launch_test_util.h"
+#include "pypto/error.h"
 
 namespace pypto::launch {
 namespace {

@@ -9,10 +9,10 @@
 #include <sstream>
 #include <string_view>
 
-#include "common/error.h"
 #include "launch/executable.h"
 #include "launch/hostfile.h"
 #include "launch/rank_binary.h"
+#include "pypto/error.h"
 
 #ifndef PYPTO_BUILD_MPIEXEC
 #define PYPTO_BUILD_MPIEXEC ""

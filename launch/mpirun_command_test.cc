@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "common/error.h"
 #include "launch/launch_test_util.h"
+#include "pypto/error.h"
 #include "tests/scoped_env.h"
 
 namespace pypto::launch {

@@ -3,8 +3,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/error.h"
+#include "common/module_path.h"
 #include "launch/executable.h"
+#include "pypto/error.h"
 
 namespace pypto::launch {
 
@@ -25,7 +26,7 @@ fs::path required(const fs::path& path, const std::string& origin) {
 }  // namespace
 
 fs::path find_rank_binary(const std::optional<fs::path>& explicit_path) {
-  return find_rank_binary(explicit_path, current_executable());
+  return find_rank_binary(explicit_path, current_module());
 }
 
 fs::path find_rank_binary(const std::optional<fs::path>& explicit_path, const fs::path& self_exe) {
@@ -35,7 +36,8 @@ fs::path find_rank_binary(const std::optional<fs::path>& explicit_path, const fs
   if (!self_exe.empty()) {
     const fs::path dir = self_exe.parent_path();
     for (const fs::path& candidate :
-         {dir / kRankName, dir.parent_path() / "rank_agent" / kRankName}) {
+         {dir / kRankName, dir.parent_path() / "rank_agent" / kRankName,
+          install_prefix_of(self_exe) / "bin" / kRankName}) {
       if (auto found = resolve_executable(candidate)) return *found;
       tried += candidate.string() + ", ";
     }

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "common/error.h"
 #include "launch/launch_test_util.h"
+#include "pypto/error.h"
 #include "tests/scoped_env.h"
 
 namespace pypto::launch {

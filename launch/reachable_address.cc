@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::launch {
 

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::launch {
 namespace {

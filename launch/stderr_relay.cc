@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::launch {
 

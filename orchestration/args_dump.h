@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "include/pypto/kernel_abi.h"
+#include "pypto/kernel_abi.h"
 
 namespace pypto::chip {
 

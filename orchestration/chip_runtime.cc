@@ -7,11 +7,11 @@
 #include <optional>
 #include <shared_mutex>
 
-#include "common/error.h"
 #include "common/log.h"
 #include "orchestration/args_dump.h"
 #include "orchestration/kernel_guard.h"
 #include "orchestration/pmu.h"
+#include "pypto/error.h"
 
 namespace pypto::chip {
 

@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "orchestration/dispatch_record.h"
-#include "include/pypto/kernel_abi.h"
 #include "orchestration/pmu.h"
 #include "orchestration/tensor_map.h"
+#include "pypto/kernel_abi.h"
 
 namespace pypto::chip {
 

@@ -13,8 +13,8 @@
 #include <thread>
 #include <tuple>
 
-#include "common/error.h"
 #include "orchestration/chip_runtime_test_util.h"
+#include "pypto/error.h"
 
 namespace pypto::chip {
 namespace {

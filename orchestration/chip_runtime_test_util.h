@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "orchestration/chip_runtime.h"
-#include "include/pypto/kernel_abi.h"
+#include "pypto/kernel_abi.h"
 
 namespace pypto::chip::testing {
 

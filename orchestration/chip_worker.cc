@@ -1,13 +1,17 @@
-#include "orchestration/chip_worker.h"
+#include "pypto/chip_worker.h"
 
 #include <chrono>
 #include <cstdlib>
 
 #include "artifact/assembler.h"
 #include "artifact/build_paths.h"
-#include "common/error.h"
+#include "artifact/kernel_config.h"
+#include "artifact/loaded_binary.h"
 #include "common/log.h"
+#include "orchestration/chip_runtime.h"
 #include "orchestration/dfx_writer.h"
+#include "orchestration/dispatch_record.h"
+#include "pypto/error.h"
 
 namespace pypto {
 
@@ -58,6 +62,10 @@ CoreCounts CoreCounts::from_env() {
   return counts;
 }
 
+namespace {
+
+// The chip runtime configuration a RunConfig asks for (rings resolved with
+// the PTO2_RING_* environment fallback, DFX switches).
 chip::RuntimeConfig runtime_config_for(const RunConfig& config, const CoreCounts& cores, int rank,
                                        int world) {
   chip::RuntimeConfig rc;
@@ -81,6 +89,8 @@ chip::RuntimeConfig runtime_config_for(const RunConfig& config, const CoreCounts
   rc.idle_spins = cores.idle_spins;
   return rc;
 }
+
+}  // namespace
 
 void check_arguments(const std::vector<ParamInfo>& params, const std::vector<Tensor>& args) {
   if (args.size() != params.size())
@@ -228,16 +238,18 @@ ChipRunResult ChipWorker::run(const CompiledProgram& program, std::vector<Tensor
   }
 
   const auto start = std::chrono::steady_clock::now();
-  result.record = runtime_->run(call, loaded.kernels);
+  auto record = std::make_shared<chip::DispatchRecord>(runtime_->run(call, loaded.kernels));
   result.run_ms = ms_since(start);
+  result.num_tasks = record->num_tasks;
   log::timing("{}: assembled in {:.1f} ms, ran {} tasks in {:.3f} ms", program.name(),
-              result.assemble_ms, result.record.num_tasks, result.run_ms);
+              result.assemble_ms, result.num_tasks, result.run_ms);
 
   if (dfx_dir) {
     chip::DfxContext dfx_context{program.name(), context.rank, context.world, loaded.names};
-    chip::write_dispatch_dfx(*dfx_dir, result.record, dfx, dfx_context);
+    chip::write_dispatch_dfx(*dfx_dir, *record, dfx, dfx_context);
     result.dfx_dir = dfx_dir;
   }
+  result.record = std::move(record);
   return result;
 }
 

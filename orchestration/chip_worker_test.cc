@@ -1,13 +1,13 @@
 // ChipWorker on the hand-written L2 fixture: assemble, load, run, compare.
-#include "orchestration/chip_worker.h"
+#include "pypto/chip_worker.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "artifact/golden_spec.h"
-#include "common/error.h"
-#include "common/npy.h"
+#include "pypto/error.h"
+#include "pypto/golden_spec.h"
+#include "pypto/npy.h"
 #include "tests/fixture_copy.h"
 
 namespace pypto {
@@ -38,13 +38,13 @@ TEST(ChipWorkerTest, RunsVectorAddAndMatchesGolden) {
   auto args = golden_args(program);
   ChipWorker worker;
   auto result = worker.run(program, args);
-  EXPECT_EQ(result.record.num_tasks, 4);
+  EXPECT_EQ(result.num_tasks, 4);
   Tensor expected = read_npy(program.dir() / "golden/expected/c.npy");
   for (int i = 0; i < 1024; ++i)
     ASSERT_EQ(args[2].data_as<float>()[i], expected.data_as<float>()[i]) << "index " << i;
   // A second run reuses the loaded binaries.
   auto again = worker.run(program, args);
-  EXPECT_EQ(again.record.num_tasks, 4);
+  EXPECT_EQ(again.num_tasks, 4);
 }
 
 TEST(ChipWorkerTest, APreparedProgramDoesNoBinaryCacheWorkPerRun) {
@@ -58,7 +58,7 @@ TEST(ChipWorkerTest, APreparedProgramDoesNoBinaryCacheWorkPerRun) {
   fs::remove_all(program.dir() / "orchestration");
   for (int i = 0; i < 2; ++i) {
     auto result = worker.run(program, args);
-    EXPECT_EQ(result.record.num_tasks, 4);
+    EXPECT_EQ(result.num_tasks, 4);
   }
   Tensor expected = read_npy(program.dir() / "golden/expected/c.npy");
   EXPECT_EQ(args[2].data_as<float>()[10], expected.data_as<float>()[10]);
@@ -70,7 +70,7 @@ TEST(ChipWorkerTest, APreparedProgramDoesNoBinaryCacheWorkPerRun) {
 TEST(ChipWorkerTest, CallingTheProgramForwardsToAWorker) {
   auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "call"));
   auto args = golden_args(program);
-  program(args);
+  call(program, args);
   EXPECT_EQ(args[2].data_as<float>()[10], 10 * 0.5f + (1000 - 10));
 }
 
@@ -79,7 +79,7 @@ TEST(ChipWorkerTest, ConfigDecidesThePlatform) {
   auto args = golden_args(program);
   // PyPTO's precedence: a passed config carries the platform; onboard cannot run here.
   try {
-    program(args, RunConfig::from_platform("a2a3"));
+    call(program, args, RunConfig::from_platform("a2a3"));
     FAIL() << "expected InfraError";
   } catch (const InfraError& e) {
     EXPECT_NE(std::string(e.what()).find("a2a3"), std::string::npos) << e.what();

@@ -1,20 +1,19 @@
-// CompiledProgram::operator(): the artifact layer's convenience call,
-// defined here in the execute layer so that artifact/ never depends on it
+// pypto::call of an L2 program: PyPTO's CompiledProgram.__call__, a free
+// function of the execute layer so that the artifact layer never depends on it
 // (docs/architecture.md: calling a program object forwards to a worker).
-#include "artifact/compiled_program.h"
-#include "orchestration/chip_worker.h"
+#include "pypto/chip_worker.h"
 
 namespace pypto {
 
-void CompiledProgram::operator()(std::vector<Tensor>& args,
-                                 const std::optional<RunConfig>& config) const {
+void call(const CompiledProgram& program, std::vector<Tensor>& args,
+          const std::optional<RunConfig>& config) {
   if (!config) {
-    ChipWorker worker(RunConfig::from_platform(platform()));
-    worker.run(*this, args);
+    ChipWorker worker(RunConfig::from_platform(program.platform()));
+    worker.run(program, args);
     return;
   }
   ChipWorker worker(*config);
-  worker.run(with_platform(config->platform()), args);
+  worker.run(program.with_platform(config->platform()), args);
 }
 
 }  // namespace pypto

@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/dtype.h"
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/json_reader.h"
-#include "include/pypto/kernel_abi.h"
+#include "pypto/dtype.h"
+#include "pypto/error.h"
+#include "pypto/kernel_abi.h"
 
 namespace pypto::chip {
 

@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "common/run_config.h"
 #include "orchestration/dispatch_record.h"
+#include "pypto/run_config.h"
 
 namespace pypto::chip {
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/json_reader.h"
 #include "orchestration/chip_runtime.h"
 #include "orchestration/chip_runtime_test_util.h"
+#include "pypto/error.h"
 
 namespace pypto::chip {
 namespace {

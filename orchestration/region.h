@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "include/pypto/kernel_abi.h"
+#include "pypto/kernel_abi.h"
 
 namespace pypto::chip {
 

@@ -10,10 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "artifact/compiled_program.h"
-#include "common/npy.h"
-#include "orchestration/chip_worker.h"
-#include "include/pypto/tile.h"
+#include "orchestration/dispatch_record.h"
+#include "pypto/chip_worker.h"
+#include "pypto/compiled_program.h"
+#include "pypto/npy.h"
+#include "pypto/tile.h"
 #include "tests/fixture_copy.h"
 
 namespace pypto {
@@ -360,7 +361,7 @@ TEST(TileFixtureTest, Matmul256RunsThroughChipWorkerAndMatchesGolden) {
   config.enable_dep_gen = true;
   ChipWorker worker(config, CoreCounts{2, 1});
   auto result = worker.run(program, args);
-  EXPECT_EQ(result.record.num_tasks, 32);
+  EXPECT_EQ(result.num_tasks, 32);
   const Tensor expected = read_npy(program.dir() / "golden/expected/c.npy");
   ASSERT_EQ(expected.shape(), (Shape{256, 256}));
   for (int64_t i = 0; i < 256 * 256; ++i)
@@ -368,7 +369,7 @@ TEST(TileFixtureTest, Matmul256RunsThroughChipWorkerAndMatchesGolden) {
   // Task 2t+1 (the second K half of tile t) depends on task 2t through c, and
   // tiles are independent of each other.
   std::vector<int> preds(32, 0);
-  for (const auto& edge : result.record.edges) {
+  for (const auto& edge : result.record->edges) {
     EXPECT_EQ(edge.pred % 2, 0) << edge.pred << " -> " << edge.succ;
     EXPECT_EQ(edge.succ, edge.pred + 1) << edge.pred << " -> " << edge.succ;
     ++preds[edge.succ];

@@ -10,11 +10,11 @@
 #include <ctime>
 #include <iostream>
 
-#include "common/error.h"
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/seconds_text.h"
 #include "common/subprocess.h"
+#include "pypto/error.h"
 
 namespace pypto::rank {
 

@@ -5,10 +5,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "common/error.h"
 #include "common/version.h"
 #include "common/wire/blob_store.h"
 #include "common/wire/protocol.h"
+#include "pypto/error.h"
 #include "rank_agent/comm_api.h"
 
 namespace pypto::rank {

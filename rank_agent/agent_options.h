@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/run_config.h"
+#include "pypto/run_config.h"
 
 namespace pypto::rank {
 

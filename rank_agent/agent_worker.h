@@ -23,8 +23,8 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/tensor.h"
 #include "common/wire/protocol.h"
+#include "pypto/tensor.h"
 
 namespace pypto {
 class ChipWorker;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "common/error.h"
+#include "pypto/error.h"
 #include "pypto/kernel_abi.h"
 
 namespace pypto::rank {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "common/dtype.h"
+#include "pypto/dtype.h"
 
 namespace pypto::rank {
 

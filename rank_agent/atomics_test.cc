@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/error.h"
+#include "pypto/error.h"
 #include "pypto/kernel_abi.h"
 #include "rank_agent/backoff.h"
 

@@ -3,8 +3,8 @@
 #include <exception>
 #include <string>
 
-#include "common/error.h"
 #include "common/log.h"
+#include "pypto/error.h"
 
 namespace pypto::rank {
 

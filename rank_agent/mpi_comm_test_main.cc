@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/error.h"
+#include "pypto/error.h"
 #include "rank_agent/atomics.h"
 #include "rank_agent/comm_api.h"
 #include "rank_agent/mpi_session.h"

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "common/error.h"
 #include "common/log.h"
+#include "pypto/error.h"
 #include "rank_agent/one_sided_env.h"
 
 namespace pypto::rank {

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "common/error.h"
 #include "common/log.h"
 #include "common/rank_list.h"
+#include "pypto/error.h"
 #include "rank_agent/atomics.h"
 #include "rank_agent/backoff.h"
 

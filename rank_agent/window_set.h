@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/dtype.h"
+#include "pypto/dtype.h"
 #include "pypto/kernel_abi.h"
 #include "rank_agent/mpi_session.h"
 

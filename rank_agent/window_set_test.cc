@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::rank {
 namespace {

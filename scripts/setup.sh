@@ -42,6 +42,7 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 site=$(sed -n 's#/pypto/__init__\.py$##p' "$build/install_manifest.txt" | head -n 1)
 echo "setup: installed pypto-compile, pypto-coord, pypto-rank, pypto-ptoas into $prefix/bin"
 echo "setup: kernel headers and the .ptl library into $prefix/share/pypto"
+echo "setup: the C++ SDK (libpypto.so, include/pypto/, find_package(pypto), pypto.pc) into $prefix"
 [[ -n "$site" ]] && echo "setup: the pypto Python package into $site"
 # The next command must run this install, not an older one elsewhere.
 first=$(command -v pypto-coord || true)

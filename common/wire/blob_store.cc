@@ -9,11 +9,11 @@
 #include <set>
 #include <unordered_map>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "common/wire/manifest.h"
+#include "pypto/error.h"
 
 namespace pypto::wire {
 

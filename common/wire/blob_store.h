@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/run_config.h"
 #include "common/wire/protocol.h"
+#include "pypto/run_config.h"
 
 namespace pypto::wire {
 

@@ -5,10 +5,10 @@
 
 #include <map>
 
-#include "common/error.h"
 #include "common/hash.h"
 #include "common/wire/manifest.h"
 #include "common/wire/wire_test_util.h"
+#include "pypto/error.h"
 
 namespace pypto::wire {
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 #include <zmq_addon.hpp>
 
-#include "common/error.h"
 #include "common/log.h"
+#include "pypto/error.h"
 
 namespace pypto::wire {
 

@@ -22,7 +22,7 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "common/run_config.h"
+#include "pypto/run_config.h"
 
 namespace pypto::wire {
 

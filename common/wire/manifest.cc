@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/hash.h"
+#include "pypto/error.h"
 
 namespace pypto::wire {
 

@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "common/error.h"
 #include "common/hash.h"
 #include "common/wire/wire_test_util.h"
+#include "pypto/error.h"
 
 namespace pypto::wire {
 namespace {

@@ -14,8 +14,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "common/dtype.h"
 #include "common/wire/manifest.h"
+#include "pypto/dtype.h"
 
 namespace pypto::wire {
 

@@ -22,8 +22,19 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/error.h"
-#include "common/run_config.h"
+#include "pypto/error.h"
+#include "pypto/phase_timing.h"
+#include "pypto/run_config.h"
+
+namespace pypto {
+
+// cereal finds it by argument-dependent lookup (PhaseTiming is a public type).
+template <class Archive>
+void serialize(Archive& ar, PhaseTiming& timing) {
+  ar(timing.phase, timing.ns);
+}
+
+}  // namespace pypto
 
 namespace pypto::wire {
 
@@ -80,9 +91,9 @@ struct WireError {
 // A tensor as it crosses the wire: metadata here, bytes in a payload frame.
 struct TensorMeta {
   std::string name;
-  std::string dtype;           // "f32", "i64", ... (common/dtype.h names)
+  std::string dtype;           // "f32", "i64", ... (include/pypto/dtype.h names)
   std::vector<int64_t> shape;  // static extents
-  std::string direction;       // "In", "Out", "InOut" (artifact/param_info.h names)
+  std::string direction;       // "In", "Out", "InOut" (include/pypto/param_info.h names)
   uint64_t nbytes = 0;         // bytes of its payload frame (0 for an Out argument)
   template <class Archive>
   void serialize(Archive& ar) {
@@ -105,7 +116,7 @@ struct ManifestFile {
   bool operator==(const ManifestFile&) const = default;
 };
 
-// The five DFX switches of common/run_config.h DfxOptions.
+// The five DFX switches of include/pypto/run_config.h DfxOptions.
 struct WireDfxOptions {
   int32_t enable_chip_swimlane = 0;
   int32_t enable_dump_args = 0;
@@ -167,21 +178,13 @@ struct DispatchArg {
   bool operator==(const DispatchArg&) const = default;
 };
 
-struct PhaseTiming {
-  std::string phase;  // "assemble", "run", "collect", ...
-  int64_t ns = 0;
-  template <class Archive>
-  void serialize(Archive& ar) {
-    ar(phase, ns);
-  }
-  bool operator==(const PhaseTiming&) const = default;
-};
+using PhaseTiming = ::pypto::PhaseTiming;
 
 // A window buffer of orchestration/host_orch.json, as every rank must create it: the same
 // list in the same order on every rank (window creation is collective over the world).
 struct WireWindow {
   std::string name;
-  std::string dtype;           // "f32", "i32", ... (common/dtype.h names)
+  std::string dtype;           // "f32", "i32", ... (include/pypto/dtype.h names)
   uint64_t bytes = 0;          // size of each member's copy
   std::vector<int32_t> ranks;  // member world ranks, ascending
   template <class Archive>

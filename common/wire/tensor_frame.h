@@ -5,7 +5,7 @@
 
 #include <zmq.hpp>
 
-#include "common/tensor.h"
+#include "pypto/tensor.h"
 
 namespace pypto::wire {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "common/run_config.h"
+#include "pypto/run_config.h"
 
 namespace pypto::compiler {
 

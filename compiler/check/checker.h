@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <optional>
 
-#include "common/run_config.h"
 #include "compiler/frontend/ast.h"
 #include "compiler/frontend/source.h"
+#include "pypto/run_config.h"
 
 namespace pypto::compiler {
 

@@ -10,19 +10,19 @@
 #include "artifact/build_paths.h"
 #include "artifact/compiled_meta.h"
 #include "artifact/distributed_meta.h"
-#include "artifact/golden_spec.h"
 #include "artifact/host_orch.h"
 #include "artifact/kernel_config.h"
-#include "common/error.h"
 #include "common/fs_util.h"
-#include "common/npy.h"
-#include "common/run_config.h"
 #include "common/version.h"
 #include "compiler/codegen/codegen_host_plan.h"
 #include "compiler/codegen/codegen_kernel.h"
 #include "compiler/codegen/codegen_orchestration.h"
 #include "compiler/codegen/codegen_util.h"
 #include "compiler/codegen/codegen_windows.h"
+#include "pypto/error.h"
+#include "pypto/golden_spec.h"
+#include "pypto/npy.h"
+#include "pypto/run_config.h"
 
 namespace pypto::compiler {
 

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "artifact/build_kind.h"
-#include "artifact/param_info.h"
-#include "artifact/scalar_param.h"
-#include "common/tensor.h"
 #include "compiler/codegen/kernel_lowering.h"
 #include "compiler/frontend/ast.h"
 #include "compiler/frontend/source.h"
+#include "pypto/build_kind.h"
+#include "pypto/param_info.h"
+#include "pypto/scalar_param.h"
+#include "pypto/tensor.h"
 
 namespace pypto::compiler {
 

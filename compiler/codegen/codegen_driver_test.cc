@@ -7,11 +7,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "artifact/compiled_program.h"
-#include "artifact/distributed_compiled_program.h"
-#include "common/npy.h"
+#include "artifact/compiled_meta.h"
 #include "compiler/driver.h"
 #include "compiler/test_util.h"
+#include "pypto/compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/npy.h"
 
 namespace pypto::compiler {
 namespace {

@@ -4,7 +4,7 @@
 #include <optional>
 #include <set>
 
-#include "common/dtype.h"
+#include "pypto/dtype.h"
 
 namespace pypto::compiler {
 

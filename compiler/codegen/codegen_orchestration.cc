@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "common/dtype.h"
+#include "pypto/dtype.h"
 
 namespace pypto::compiler {
 

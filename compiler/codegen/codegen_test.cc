@@ -10,21 +10,23 @@
 #include <filesystem>
 #include <fstream>
 
-#include "artifact/build_kind.h"
-#include "artifact/compiled_program.h"
-#include "artifact/distributed_compiled_program.h"
-#include "artifact/golden_spec.h"
+#include "artifact/compiled_meta.h"
+#include "artifact/distributed_meta.h"
 #include "artifact/host_orch.h"
 #include "artifact/kernel_config.h"
 #include "artifact/splice.h"
-#include "common/error.h"
-#include "common/npy.h"
 #include "common/subprocess.h"
 #include "compiler/codegen/codegen_build.h"
 #include "compiler/codegen/codegen_host_plan.h"
 #include "compiler/codegen/codegen_kernel.h"
 #include "compiler/codegen/codegen_orchestration.h"
 #include "compiler/test_util.h"
+#include "pypto/build_kind.h"
+#include "pypto/compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/error.h"
+#include "pypto/golden_spec.h"
+#include "pypto/npy.h"
 
 namespace pypto::compiler {
 namespace {

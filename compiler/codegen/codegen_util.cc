@@ -5,7 +5,7 @@
 #include <functional>
 #include <set>
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::compiler {
 

@@ -4,12 +4,12 @@
 #include <map>
 #include <set>
 
-#include "common/error.h"
 #include "compiler/codegen/codegen_util.h"
 #include "compiler/codegen/kernel_lowering.h"
 #include "compiler/pto/pto_emit_cpp.h"
 #include "compiler/pto/pto_parser.h"
 #include "compiler/pto/pto_printer.h"
+#include "pypto/error.h"
 
 namespace pypto::compiler {
 

@@ -6,10 +6,10 @@
 #include <random>
 #include <sstream>
 
-#include "common/error.h"
 #include "compiler/codegen/kernel_lowering.h"
 #include "compiler/pto/pto_test_util.h"
 #include "compiler/test_util.h"
+#include "pypto/error.h"
 
 namespace pypto::compiler {
 namespace {

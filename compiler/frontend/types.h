@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/dtype.h"
+#include "pypto/dtype.h"
 
 namespace pypto::compiler {
 

@@ -4,8 +4,8 @@
 #include <limits>
 #include <optional>
 
-#include "common/error.h"
 #include "compiler/interp/interp_tile_ops.h"
+#include "pypto/error.h"
 
 namespace pypto::compiler::interp {
 

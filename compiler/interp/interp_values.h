@@ -19,8 +19,8 @@
 #include <variant>
 #include <vector>
 
-#include "common/dtype.h"
-#include "common/tensor.h"
+#include "pypto/dtype.h"
+#include "pypto/tensor.h"
 
 namespace pypto::compiler::interp {
 

@@ -1,6 +1,6 @@
 #include "compiler/interp/interp_world.h"
 
-#include "common/error.h"
+#include "pypto/error.h"
 
 namespace pypto::compiler::interp {
 

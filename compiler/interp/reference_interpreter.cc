@@ -13,10 +13,10 @@
 #include <exception>
 #include <thread>
 
-#include "common/error.h"
 #include "compiler/interp/interp_eval.h"
 #include "compiler/interp/interp_values.h"
 #include "compiler/interp/interp_world.h"
+#include "pypto/error.h"
 
 namespace pypto::compiler {
 

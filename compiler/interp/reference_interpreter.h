@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "common/tensor.h"
 #include "compiler/frontend/ast.h"
 #include "compiler/frontend/source.h"
+#include "pypto/tensor.h"
 
 namespace pypto::compiler {
 

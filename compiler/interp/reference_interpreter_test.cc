@@ -8,11 +8,11 @@
 #include <limits>
 #include <memory>
 
-#include "common/error.h"
 #include "compiler/check/checker.h"
 #include "compiler/frontend/loader.h"
 #include "compiler/interp/interp_values.h"
 #include "compiler/test_util.h"
+#include "pypto/error.h"
 
 namespace pypto::compiler {
 namespace {

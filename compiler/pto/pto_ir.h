@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "common/dtype.h"
 #include "compiler/frontend/ast.h"
 #include "compiler/frontend/source.h"
 #include "compiler/frontend/types.h"
+#include "pypto/dtype.h"
 
 namespace pypto::compiler::pto {
 

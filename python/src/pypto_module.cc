@@ -25,27 +25,28 @@
 #include <vector>
 
 #include "artifact/binary_cache.h"
-#include "artifact/build_kind.h"
-#include "artifact/compiled_program.h"
-#include "artifact/distributed_compiled_program.h"
 #include "artifact/splice.h"
-#include "common/error.h"
 #include "common/fs_util.h"
 #include "common/log.h"
-#include "common/run_config.h"
-#include "common/tensor.h"
 #include "common/version.h"
+#include "common/wire/protocol.h"
 #include "compiler/driver.h"
 #include "coordinator/bench_command.h"
 #include "coordinator/dispatch_flags.h"
-#include "coordinator/distributed_worker.h"
 #include "coordinator/exec_command.h"
 #include "coordinator/l3_run.h"
 #include "coordinator/program_data.h"
 #include "coordinator/program_inputs.h"
 #include "coordinator/replay_command.h"
 #include "coordinator/validate.h"
-#include "orchestration/chip_worker.h"
+#include "pypto/build_kind.h"
+#include "pypto/chip_worker.h"
+#include "pypto/compiled_program.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/distributed_worker.h"
+#include "pypto/error.h"
+#include "pypto/run_config.h"
+#include "pypto/tensor.h"
 
 namespace py = pybind11;
 
@@ -306,7 +307,7 @@ py::dict chip_result_dict(const ChipRunResult& r) {
   py::dict d;
   d["assemble_ms"] = r.assemble_ms;
   d["run_ms"] = r.run_ms;
-  d["num_tasks"] = r.record.num_tasks;
+  d["num_tasks"] = r.num_tasks;
   d["dfx_dir"] = r.dfx_dir ? py::cast(r.dfx_dir->string()) : py::none();
   return d;
 }

@@ -337,6 +337,38 @@ def test_execute_artifact_prints_pypto_coord_execs_markers(scratch, tmp_path):
                                        f"PYPTO_EXEC_RESULT=FAIL work_dir={broken}"]
 
 
+BF16_DOUBLE = """
+kernel aiv double(x: in bf16[1, 64], y: out bf16[1, 64]) {
+  let t = load(x, [0, 0], [1, 64])
+  store(add(t, t), y, [0, 0])
+}
+chip main(x: in bf16[1, 64], y: out bf16[1, 64]) { double(x, y) }
+"""
+
+
+def bf16_bits(values):
+    """bf16 bits of float32 values that bf16 holds exactly."""
+    return (np.asarray(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def test_bf16_arrays_are_their_bits_without_ml_dtypes(tmp_path):
+    from pypto import _arrays
+    compiled = ir.compile(BF16_DOUBLE, output_dir=tmp_path / "bf16")
+    values = np.linspace(-4, 4, 64, dtype=np.float32).reshape(1, 64)
+    values = (bf16_bits(values).astype(np.uint32) << 16).view(np.float32)  # exact in bf16
+    if _arrays.BFLOAT16 is None:
+        x = bf16_bits(values)
+        y = np.zeros((1, 64), np.uint16)
+    else:  # ml_dtypes installed: bf16 arrays proper
+        x = values.astype(_arrays.BFLOAT16)
+        y = np.zeros((1, 64), _arrays.BFLOAT16)
+    compiled(x, y)
+    doubled = (y.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    np.testing.assert_array_equal(doubled, 2 * values)  # doubling is exact in bf16
+    with pytest.raises(pypto.UsageError, match="'x'"):
+        compiled(values, y)  # float32 is not bf16
+
+
 def test_dlpack_objects_are_inputs_only(vector_add):
     class DLPackOnly:  # an exporter without __array_interface__ / __array__
         def __init__(self, array):

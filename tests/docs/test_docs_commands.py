@@ -11,6 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from tagged_processes import survivors  # noqa: E402
+
 SOURCE_DIR = Path(os.environ.get("PYPTO_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 TAG = f"docs_commands_{os.getpid()}"
 
@@ -49,20 +52,6 @@ def environment(scratch):
     env.pop("PYPTO_RUNTIME_LOG", None)
     env.pop("PTOAS_ROOT", None)
     return env
-
-
-def survivors():
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if f"PYPTO_E2E_TAG={TAG}".encode() in (entry / "environ").read_bytes().split(b"\0"):
-                if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append(entry.name)
-        except OSError:
-            pass
-    return found
 
 
 def expect_output(command, shown, r):
@@ -152,7 +141,7 @@ def test_walkthrough(tmp_path):
             source = (tmp_path / "examples/row_parallel.ptl").read_text()
             assert block.strip() in source
     assert ran == 6  # check, the mistake, compile, run, cat, edit + replay
-    assert survivors() == [], "processes of the walkthrough were left behind"
+    assert survivors(TAG) == [], "processes of the walkthrough were left behind"
 
 
 def test_readme_python_quickstart(tmp_path):
@@ -167,4 +156,4 @@ def test_readme_python_quickstart(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == [shown], r.stdout + r.stderr
     assert (tmp_path / "out/allreduce/golden/inputs/x.npy").exists()
-    assert survivors() == [], "processes of the quickstart were left behind"
+    assert survivors(TAG) == [], "processes of the quickstart were left behind"

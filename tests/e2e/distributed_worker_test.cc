@@ -1,7 +1,7 @@
 // The C++ API of the L3 runtime: one DistributedWorker launch serves several
 // programs (registered with extra_compiled) and many runs, submit() keeps at
 // most two runs in flight, close() drains in order.
-#include "coordinator/distributed_worker.h"
+#include "pypto/distributed_worker.h"
 
 #include <gtest/gtest.h>
 
@@ -114,7 +114,7 @@ TEST_F(DistributedWorkerTest, CallingTheProgramRunsItOnce) {
   const DistributedCompiledProgram program =
       DistributedCompiledProgram::from_dir(copy_fixture("l3/allreduce_w2", "worker_call"));
   std::vector<Tensor> args = golden_args(program);
-  program(args);  // finds pypto-rank through $PYPTO_RANK, as pypto-coord does
+  call(program, args);  // finds pypto-rank through $PYPTO_RANK, as pypto-coord does
   expect_golden(program, args);
   EXPECT_TRUE(survivors(tag_).empty());
 }

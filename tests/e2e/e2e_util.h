@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "artifact/splice.h"
-#include "common/npy.h"
 #include "common/subprocess.h"
-#include "common/tensor.h"
+#include "pypto/npy.h"
+#include "pypto/tensor.h"
 #include "tests/fixture_copy.h"
 
 namespace pypto::e2e {

@@ -5,7 +5,7 @@
 #include <string>
 #include <tuple>
 
-#include "common/npy.h"
+#include "pypto/npy.h"
 #include "tests/e2e/l3_util.h"
 
 namespace pypto::e2e {

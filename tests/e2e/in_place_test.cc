@@ -10,8 +10,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "coordinator/distributed_worker.h"
 #include "coordinator/program_inputs.h"
+#include "pypto/distributed_worker.h"
 #include "tests/e2e/l3_util.h"
 #include "tests/scoped_env.h"
 

@@ -1,25 +1,30 @@
 // CompiledProgram: an L2 build directory loaded from its sidecars alone — a
 // description of the program, nothing more. from_dir() does not splice
 // ptoas/ bodies, invalidate the binary cache or compile anything (docs/cache-and-replay.md:
-// exactly as PyPTO's from_dir); the execute layer runs what it describes.
+// exactly as PyPTO's from_dir); a ChipWorker (pypto/chip_worker.h) runs what it
+// describes, and pypto::call runs it once.
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "artifact/build_kind.h"
-#include "artifact/compiled_meta.h"
-#include "artifact/golden_spec.h"
-#include "artifact/kernel_config.h"
-#include "artifact/param_info.h"
-#include "common/run_config.h"
-#include "common/tensor.h"
+#include "pypto/build_kind.h"
+#include "pypto/golden_spec.h"
+#include "pypto/param_info.h"
+#include "pypto/scalar_param.h"
 
 namespace pypto {
 
 namespace fs = std::filesystem;
+
+// The sidecars' parsed contents (artifact/compiled_meta.h, artifact/kernel_config.h):
+// the runtime's own types, not installed.
+struct CompiledMeta;
+struct KernelConfig;
+struct OrchestrationInfo;
 
 // Checks a --platform override: a known platform of the build's `arch`.
 // Throws UsageError naming the valid choices.
@@ -37,19 +42,24 @@ class CompiledProgram {
 
   BuildKind kind() const { return BuildKind::kL2; }
   const fs::path& dir() const { return dir_; }
-  const CompiledMeta& meta() const { return meta_; }
-  const KernelConfig& kernel_config() const { return config_; }
   // Absent when the build has no golden/.
-  const std::optional<GoldenSpec>& golden() const { return golden_; }
+  const std::optional<GoldenSpec>& golden() const;
 
-  const std::string& name() const { return meta_.program; }
-  const std::vector<ParamInfo>& params() const { return meta_.params; }
+  const std::string& name() const;
+  const std::vector<ParamInfo>& params() const;
   // Scalar parameters with their recorded defaults (compiled_meta.json "scalars").
-  const std::vector<ScalarParam>& scalars() const { return meta_.scalars; }
+  const std::vector<ScalarParam>& scalars() const;
   // The effective platform: the override, else the recorded one.
   const std::string& platform() const { return platform_; }
-  const std::string& recorded_platform() const { return meta_.platform; }
-  const std::string& arch() const { return meta_.arch; }
+  const std::string& recorded_platform() const;
+  const std::string& arch() const;
+
+  // A copy that runs on `platform` (same checks as from_dir's override).
+  CompiledProgram with_platform(const std::string& platform) const;
+
+  // The runtime's own view of the build (types above, not installed).
+  const CompiledMeta& meta() const;
+  const KernelConfig& kernel_config() const;
   // The orchestration compiled_meta.program names.
   const OrchestrationInfo& orchestration() const;
 
@@ -69,26 +79,12 @@ class CompiledProgram {
                                         const std::string& program, std::vector<ParamInfo> params,
                                         const std::string& platform, const std::string& arch);
 
-  // A copy that runs on `platform` (same checks as from_dir's override).
-  CompiledProgram with_platform(const std::string& platform) const;
-
-  // Runs the program once, as PyPTO's CompiledProgram.__call__: with a
-  // `config`, the config decides everything about the run — platform, device
-  // id, DFX and ring sizes (a config passed only for ring sizes carries the
-  // rest too); without one, the recorded (or from_dir-overridden) platform
-  // and defaults. Out params in `args` are written in place.
-  // A convenience that forwards to a ChipWorker of the execute layer: it is
-  // defined in orchestration/compiled_program_call.cc (link pypto_orchestration).
-  void operator()(std::vector<Tensor>& args,
-                  const std::optional<RunConfig>& config = std::nullopt) const;
-
  private:
+  struct Contents;  // meta, kernel config, golden spec: shared by copies, never changed
   CompiledProgram() = default;
 
   fs::path dir_;
-  CompiledMeta meta_;
-  KernelConfig config_;
-  std::optional<GoldenSpec> golden_;
+  std::shared_ptr<const Contents> contents_;
   std::string platform_;
 };
 

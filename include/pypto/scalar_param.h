@@ -6,14 +6,18 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "common/dtype.h"
-#include "common/json_reader.h"
+#include "pypto/dtype.h"
 
 namespace pypto {
+
+// The sidecar readers' types (common/json_reader.h; not installed).
+using Json = nlohmann::json;
+class JsonObject;
 
 // f32, f16, bf16.
 bool is_floating_dtype(DType dtype);

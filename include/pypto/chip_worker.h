@@ -12,17 +12,30 @@
 #include <string>
 #include <vector>
 
-#include "artifact/assembler.h"
-#include "artifact/compiled_program.h"
-#include "artifact/loaded_binary.h"
-#include "common/run_config.h"
-#include "common/tensor.h"
-#include "orchestration/chip_runtime.h"
-#include "orchestration/dispatch_record.h"
+#include "pypto/compiled_program.h"
+// A host program is the runtime's side of the kernel ABI: it must not define the
+// ABI version symbol every kernel binary exports (pypto/kernel_abi.h).
+#ifndef PYPTO_RUNTIME_HOST
+#define PYPTO_RUNTIME_HOST 1
+#endif
+#include "pypto/kernel_abi.h"
+#include "pypto/run_config.h"
+#include "pypto/tensor.h"
 
 namespace pypto {
 
 namespace fs = std::filesystem;
+
+// The chip runtime (orchestration/chip_runtime.h, orchestration/dispatch_record.h):
+// the runtime's own types, not installed.
+namespace chip {
+class ChipRuntime;
+struct DispatchRecord;
+int default_core_count();  // cores of each kind a chip gets by default
+}  // namespace chip
+
+// Source path -> binary, as artifact/assembler.h's assemble() returns them.
+using AssembledBinaries = std::map<std::string, std::filesystem::path>;
 
 // Where a dispatch runs: rank and windows on L3, defaults on L2.
 struct DispatchContext {
@@ -52,7 +65,9 @@ struct DispatchContext {
 };
 
 struct ChipRunResult {
-  chip::DispatchRecord record;
+  int64_t num_tasks = 0;  // tasks the orchestration submitted and the cores ran
+  // Every task's timing and dependencies: the runtime's own record (DFX).
+  std::shared_ptr<const chip::DispatchRecord> record;
   std::optional<fs::path> dfx_dir;  // set when a DFX switch was on
   double assemble_ms = 0;
   double run_ms = 0;
@@ -102,13 +117,17 @@ class ChipWorker {
   std::map<std::string, std::unique_ptr<LoadedProgram>> loaded_;
 };
 
-// The chip runtime configuration a RunConfig asks for (rings resolved with
-// the PTO2_RING_* environment fallback, DFX switches).
-chip::RuntimeConfig runtime_config_for(const RunConfig& config, const CoreCounts& cores,
-                                       int rank = 0, int world = 1);
-
 // Checks `args` against the program's parameters; throws UsageError naming
 // the parameter, the expected and the given dtype/shape.
 void check_arguments(const std::vector<ParamInfo>& params, const std::vector<Tensor>& args);
+
+// Runs `program` once, as PyPTO's CompiledProgram.__call__: with a `config`,
+// the config decides everything about the run — platform, device id, DFX and
+// ring sizes (a config passed only for ring sizes carries the rest too);
+// without one, the recorded (or from_dir-overridden) platform and defaults.
+// Out params in `args` are written in place. Prepare a ChipWorker yourself to
+// run many times without re-checking the binary cache.
+void call(const CompiledProgram& program, std::vector<Tensor>& args,
+          const std::optional<RunConfig>& config = std::nullopt);
 
 }  // namespace pypto

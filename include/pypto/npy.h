@@ -18,8 +18,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/dtype.h"
-#include "common/tensor.h"
+#include "pypto/dtype.h"
+#include "pypto/tensor.h"
 
 namespace pypto {
 

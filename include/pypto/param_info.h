@@ -1,18 +1,22 @@
 // A tensor parameter of a program, as compiled_meta.json and
 // distributed_meta.json record it: {"name", "direction", "shape", "dtype"}.
-// Leaf module: depends on common/ only.
+// Leaf module: depends on pypto/dtype.h only.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "common/dtype.h"
-#include "common/json_reader.h"
+#include "pypto/dtype.h"
 
 namespace pypto {
+
+// The sidecar readers' types (common/json_reader.h; not installed).
+using Json = nlohmann::json;
+class JsonObject;
 
 enum class Direction { kIn, kOut, kInOut };
 

@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "artifact/param_info.h"
-#include "common/json_reader.h"
+#include "pypto/param_info.h"
 
 namespace pypto {
 
 namespace fs = std::filesystem;
+
+class JsonObject;  // common/json_reader.h (not installed)
 
 struct GoldenSpec {
   double rtol = 0;

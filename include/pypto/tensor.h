@@ -1,6 +1,6 @@
 // A host tensor: dtype, shape, strides and a byte buffer that is either owned
 // (shared, 64-byte aligned) or borrowed from the caller. Host tensors cross
-// process boundaries as .npy files (common/npy.h, docs/tensors.md).
+// process boundaries as .npy files (include/pypto/npy.h, docs/tensors.md).
 //
 // Tensor is a shallow handle, like a NumPy array: copying it, or taking a
 // slice, shares the buffer. contiguous() is the deep copy. Strides and the
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "common/dtype.h"
-#include "common/error.h"
+#include "pypto/dtype.h"
+#include "pypto/error.h"
 
 namespace pypto {
 

@@ -22,11 +22,11 @@
 #include <variant>
 #include <vector>
 
-#include "artifact/distributed_compiled_program.h"
-#include "common/run_config.h"
-#include "common/tensor.h"
-#include "common/wire/protocol.h"
-#include "launch/mpirun_command.h"
+#include "pypto/distributed_compiled_program.h"
+#include "pypto/mpirun_options.h"
+#include "pypto/phase_timing.h"
+#include "pypto/run_config.h"
+#include "pypto/tensor.h"
 
 namespace pypto {
 
@@ -110,7 +110,7 @@ struct DispatchOutcome {
   std::string host;
   int64_t start_unix_ns = 0;
   int64_t end_unix_ns = 0;
-  std::vector<wire::PhaseTiming> timings;
+  std::vector<PhaseTiming> timings;
   // DFX files: path relative to the dispatch's directory, content.
   std::vector<std::pair<std::string, std::string>> dfx_files;
 };
@@ -262,5 +262,14 @@ class DistributedWorker {
   PrepareReport prepare_report_;
   int world_ = 0;
 };
+
+// Runs `program` once, as PyPTO's distributed program call: launches the
+// agents (mpirun -n <world> pypto-rank), runs every dispatch, gathers Out
+// params into `args` (one tensor per host parameter) and shuts the agents
+// down. `config` sets the DFX switches, rings and device id (its platform must
+// be of the build's architecture). Prepare a DistributedWorker yourself to run
+// many times without relaunching.
+void call(const DistributedCompiledProgram& program, std::vector<Tensor>& args,
+          const std::optional<RunConfig>& config = std::nullopt);
 
 }  // namespace pypto
