@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/boot_id.h"
 #include "common/log.h"
 #include "common/rank_list.h"
 #include "common/seconds_text.h"
@@ -243,6 +244,7 @@ void AgentPool::handle_hello(wire::Decoded& decoded) {
   agent.pid = hello.pid;
   agent.mpi_thread_level = hello.mpi_thread_level;
   agent.held_hashes = hello.held_hashes;
+  agent.same_kernel = !hello.boot_id.empty() && hello.boot_id == kernel_boot_id();
   agent.local = hello.host == hostname_;
   if (agent.local) agent.pidfd = open_agent_pidfd(hello.pid);
   agent.last_heard = Clock::now();
@@ -375,8 +377,8 @@ int64_t monotonic_ns() {
 
 // Cristian's method: the agent's clock read half way through the round trip.
 // Across hosts the error is at most half the round trip, so the fastest of a
-// few rounds is kept; on one host both read the same clock and the offset is
-// within that error of 0.
+// few rounds is kept. An agent on the coordinator's kernel (same boot id)
+// reads the same clock, so its offset is exactly 0.
 void AgentPool::measure_clocks(int rounds, Clock::time_point deadline) {
   for (int round = 0; round < rounds; ++round) {
     std::vector<bool> answered(agents_.size(), false);
@@ -423,7 +425,10 @@ void AgentPool::measure_clocks(int rounds, Clock::time_point deadline) {
       const int64_t rtt = received - reply->coordinator_ns;
       if (agent.clock_rtt_ns == 0 || rtt < agent.clock_rtt_ns) {
         agent.clock_rtt_ns = std::max<int64_t>(rtt, 1);
-        agent.clock_offset_ns = reply->agent_ns - (reply->coordinator_ns + received) / 2;
+        // An agent on this kernel reads this very clock: its offset is 0, not
+        // an estimate off by half a (loaded) round trip.
+        agent.clock_offset_ns =
+            agent.same_kernel ? 0 : reply->agent_ns - (reply->coordinator_ns + received) / 2;
       }
     }
   }

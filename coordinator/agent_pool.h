@@ -63,6 +63,7 @@ struct AgentInfo {
   // Its host's CLOCK_MONOTONIC minus the coordinator's, from the CLOCK_PROBE
   // round trip with the shortest time (measure_clocks); rtt 0 when unmeasured.
   int64_t clock_offset_ns = 0;
+  bool same_kernel = false;  // its HELLO's boot id is the coordinator's: one clock
   int64_t clock_rtt_ns = 0;
 };
 

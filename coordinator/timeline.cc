@@ -21,6 +21,7 @@ constexpr const char* kRecordsFile = "chip_swimlane_records.json";
 constexpr const char* kDepsFile = "deps.json";
 constexpr const char* kPmuFile = "pmu.csv";
 constexpr const char* kDispatchFile = "dispatch_program.json";
+constexpr const char* kCommOpsFile = "comm_ops.json";
 constexpr const char* kRemedy = "run the build again with --swimlane to rewrite dfx_outputs/";
 
 // Thread ids of the trace: core ids are small; the orchestrator keeps the id
@@ -138,6 +139,39 @@ void read_deps(TimelineDispatch& d) {
   }
 }
 
+void read_comm_ops(TimelineDispatch& d) {
+  const Record r = load(d.dir / kCommOpsFile);
+  const int64_t off = d.clock_offset_ns;
+  d.comm_ops_dropped = r.optional_integer(r.json, "dropped").value_or(0);
+  const Json& ops = r.array(r.json, "ops");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Json& o = ops[i];
+    const std::string at = "ops[" + std::to_string(i) + "].";
+    TimelineCommOp op;
+    op.kind = r.string(o, "kind", at);
+    if (o.contains("window")) {
+      op.window = r.string(o, "window", at);
+      op.window_id = r.integer(o, "window_id", at);
+      op.cell = r.integer(o, "cell", at);
+      op.offset = r.integer(o, "offset", at);
+    }
+    op.peer = r.optional_integer(o, "peer", at).value_or(-1);
+    op.bytes = r.optional_integer(o, "bytes", at).value_or(0);
+    op.value = r.optional_integer(o, "value", at).value_or(0);
+    if (o.contains("op")) op.mode = r.string(o, "op", at);
+    if (o.contains("cmp")) op.mode = r.string(o, "cmp", at);
+    op.task_id = r.integer(o, "task_id", at);
+    op.core_id = r.integer(o, "core_id", at);
+    op.start_ns = r.integer(o, "start_ns", at) - off;
+    op.end_ns = r.integer(o, "end_ns", at) - off;
+    if (o.contains("ok")) {
+      if (!o["ok"].is_boolean()) r.fail(at + "ok", "is not true or false");
+      op.ok = o["ok"].get<bool>();
+    }
+    d.comm_ops.push_back(std::move(op));
+  }
+}
+
 // One line of pmu.csv: RFC 4180 fields (only the kernel name may be quoted).
 std::vector<std::string> csv_fields(const std::string& line) {
   std::vector<std::string> fields(1);
@@ -224,6 +258,7 @@ void read_dfx_files(TimelineDispatch& d) {
   if (fs::exists(d.dir / kRecordsFile)) read_swimlane(d);
   if (fs::exists(d.dir / kDepsFile)) read_deps(d);
   if (d.level > 0 && fs::exists(d.dir / kPmuFile)) read_pmu(d);
+  if (fs::exists(d.dir / kCommOpsFile)) read_comm_ops(d);
 }
 
 double us_since(int64_t ns, int64_t origin) { return static_cast<double>(ns - origin) / 1000.0; }
@@ -235,6 +270,49 @@ int64_t TimelineDispatch::kernel_ns() const {
   for (const TimelineTask& t : tasks)
     if (t.core_id >= 0) sum += std::max<int64_t>(t.end_ns - t.start_ns, 0);
   return sum;
+}
+
+std::string TimelineCommOp::label() const {
+  const std::string where = window.empty() ? "" : " '" + window + "'[" + std::to_string(cell) + "]";
+  if (kind == "wait") return "wait" + where + " " + mode + " " + std::to_string(value);
+  if (kind == "notify")
+    return "notify" + where + " of rank " + std::to_string(peer) + " " + mode + " " +
+           std::to_string(value);
+  if (kind == "barrier") return "barrier";
+  const bool reads = kind == "remote_load" || kind == "get";
+  return kind + (window.empty() ? "" : " '" + window + "'") + (reads ? " from rank " : " to rank ") +
+         std::to_string(peer);
+}
+
+std::vector<TimelineCommFlow> RunTimeline::comm_flows() const {
+  // Notifies by (target rank, window, offset), to find each wait's releaser.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::pair<size_t, size_t>>> notifies;
+  for (size_t d = 0; d < dispatches.size(); ++d)
+    for (size_t i = 0; i < dispatches[d].comm_ops.size(); ++i) {
+      const TimelineCommOp& op = dispatches[d].comm_ops[i];
+      if (op.kind == "notify" && op.ok)
+        notifies[{op.peer, op.window_id, op.offset}].emplace_back(d, i);
+    }
+  std::vector<TimelineCommFlow> flows;
+  for (size_t d = 0; d < dispatches.size(); ++d)
+    for (size_t i = 0; i < dispatches[d].comm_ops.size(); ++i) {
+      const TimelineCommOp& wait = dispatches[d].comm_ops[i];
+      if (wait.kind != "wait" || !wait.ok) continue;
+      auto it = notifies.find({dispatches[d].rank, wait.window_id, wait.offset});
+      if (it == notifies.end()) continue;
+      std::optional<std::pair<size_t, size_t>> best;
+      int64_t best_start = 0;
+      for (const auto& [nd, ni] : it->second) {
+        const TimelineCommOp& n = dispatches[nd].comm_ops[ni];
+        if (n.window != wait.window || n.start_ns > wait.end_ns) continue;
+        if (!best || n.start_ns > best_start) {
+          best = std::make_pair(nd, ni);
+          best_start = n.start_ns;
+        }
+      }
+      if (best) flows.push_back({best->first, best->second, d, i});
+    }
+  return flows;
 }
 
 int RunTimeline::world() const {
@@ -394,6 +472,25 @@ Json timeline_json(const RunTimeline& run) {
       if (p.phase == "execute") continue;  // the task spans themselves
       span(p.phase, "phase", d.rank, p.core_id, p.start_ns, p.end_ns, Json::object());
     }
+    // Comm calls, on the core that made them (inside their task's span).
+    for (const TimelineCommOp& op : d.comm_ops) {
+      Json cargs = {{"kind", op.kind}, {"task_id", op.task_id}, {"dispatch", d.label()},
+                    {"ok", op.ok}};
+      if (!op.window.empty()) {
+        cargs["window"] = op.window;
+        cargs["cell"] = op.cell;
+        cargs["offset"] = op.offset;
+      }
+      if (op.peer >= 0) cargs["peer"] = op.peer;
+      if (op.bytes) cargs["bytes"] = op.bytes;
+      if (op.kind == "wait" || op.kind == "notify") {
+        cargs["value"] = op.value;
+        cargs[op.kind == "wait" ? "cmp" : "op"] = op.mode;
+      }
+      if (op.is_wait()) cargs["blocked_ns"] = op.end_ns - op.start_ns;
+      span(op.label(), op.is_wait() ? "wait" : "comm", d.rank,
+           op.core_id >= 0 ? op.core_id : kDispatchTid, op.start_ns, op.end_ns, std::move(cargs));
+    }
     // Dependency arrows, bound to the middle of each slice so both ends attach.
     for (const TimelineEdge& e : d.edges) {
       auto pred = by_id.find(e.pred);
@@ -410,6 +507,25 @@ Json timeline_json(const RunTimeline& run) {
                         {"pid", d.rank}, {"tid", s.core_id},
                         {"ts", us_since((s.start_ns + s.end_ns) / 2, origin)}});
     }
+  }
+
+  // notify -> the wait on the peer it released: the arrow leaves the middle of
+  // the notify and ends where the wait returned (inside its slice).
+  for (const TimelineCommFlow& f : run.comm_flows()) {
+    const TimelineDispatch& nd = run.dispatches[f.notify_dispatch];
+    const TimelineDispatch& wd = run.dispatches[f.wait_dispatch];
+    const TimelineCommOp& n = nd.comm_ops[f.notify_op];
+    const TimelineCommOp& w = wd.comm_ops[f.wait_op];
+    const int64_t id = ++flow_id;
+    const int64_t wait_ts = w.end_ns - w.start_ns >= 2 ? w.end_ns - 1 : w.start_ns;
+    events.push_back({{"name", "notify -> wait"}, {"cat", "comm"}, {"ph", "s"}, {"id", id},
+                      {"pid", nd.rank}, {"tid", n.core_id >= 0 ? n.core_id : kDispatchTid},
+                      {"ts", us_since((n.start_ns + n.end_ns) / 2, origin)},
+                      {"args", {{"window", n.window}, {"cell", n.cell}, {"to_rank", wd.rank}}}});
+    events.push_back({{"name", "notify -> wait"}, {"cat", "comm"}, {"ph", "f"}, {"bp", "e"},
+                      {"id", id}, {"pid", wd.rank},
+                      {"tid", w.core_id >= 0 ? w.core_id : kDispatchTid},
+                      {"ts", us_since(wait_ts, origin)}});
   }
 
   Json j;

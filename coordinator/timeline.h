@@ -50,6 +50,29 @@ struct TimelineEdge {
   std::string why;
 };
 
+// One communication call of a kernel (comm_ops.json, rank_agent/comm_log.h),
+// times on the coordinator's clock.
+struct TimelineCommOp {
+  std::string kind;    // remote_load, remote_store, remote_add, put, get, notify, wait, barrier
+  std::string window;  // empty for a barrier
+  int64_t window_id = -1;
+  int64_t peer = -1;  // the rank whose copy it reads or writes; -1: its own / all
+  int64_t cell = 0;   // element index in the window
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  int64_t value = 0;  // notify: the value; wait: the expected value
+  std::string mode;   // notify: set / add; wait: eq ne gt ge lt le
+  int64_t task_id = -1;
+  int64_t core_id = -1;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  bool ok = true;
+
+  bool is_wait() const { return kind == "wait" || kind == "barrier"; }
+  // "wait 'signal'[3] ge 1", "notify 'signal'[0] of rank 2 add 1", "put 'data' to rank 1".
+  std::string label() const;
+};
+
 // One dispatch: dfx_outputs/rank<r>/d<k>/ (L3) or dfx_outputs/ itself (L2).
 struct TimelineDispatch {
   int rank = 0;
@@ -71,9 +94,18 @@ struct TimelineDispatch {
   std::vector<TimelinePhase> phases;
   std::vector<TimelineEdge> edges;        // deps.json (--dep-gen)
   std::vector<std::string> pmu_events;    // pmu.csv columns (--pmu)
+  std::vector<TimelineCommOp> comm_ops;   // comm_ops.json (L3 --swimlane), oldest first
+  int64_t comm_ops_dropped = 0;           // recorded beyond the agent's ring
 
   std::string label() const { return "d" + std::to_string(index) + " " + program; }
   int64_t kernel_ns() const;  // summed end - start of the tasks that ran
+};
+
+// A notify and the wait on its peer that it released: indices into
+// RunTimeline::dispatches and their comm_ops.
+struct TimelineCommFlow {
+  size_t notify_dispatch = 0, notify_op = 0;
+  size_t wait_dispatch = 0, wait_op = 0;
 };
 
 struct RunTimeline {
@@ -83,6 +115,10 @@ struct RunTimeline {
   bool has_swimlane() const;
   // The earliest dispatch begin on the coordinator's clock: time 0 of timeline.json.
   int64_t origin_ns() const;
+  // For every wait that some rank's notify released — the latest notify of the
+  // same window and cell of the waiting rank that started before the wait
+  // ended — the pair.
+  std::vector<TimelineCommFlow> comm_flows() const;
 };
 
 // Reads `dfx_root` (a build's dfx_outputs/): the L3 layout rank<r>/d<k>/, or an
@@ -94,8 +130,10 @@ RunTimeline read_run_timeline(const fs::path& dfx_root, const std::string& l2_ho
 // The trace-event JSON (object form): one process per rank ("rank <r> (<host>)"),
 // a "dispatches" thread with a span per dispatch ("d<k> <program>"), a thread per
 // simulated core with a span per task, the orchestrator's submits (level 4), the
-// scheduler phases (level 3), flow arrows task -> dependant (deps.json), and a
-// counter track per PMU event and core (pmu.csv). ts in microseconds since
+// scheduler phases (level 3), flow arrows task -> dependant (deps.json), a
+// counter track per PMU event and core (pmu.csv), each comm call as a slice on
+// the core that made it (waits and barriers in category "wait") and an arrow
+// from each notify to the wait on the peer it released (comm_ops.json). ts in microseconds since
 // origin_ns(). Throws UsageError when no dispatch has swimlane records.
 Json timeline_json(const RunTimeline& run);
 

@@ -123,6 +123,67 @@ TEST_F(TimelineTest, DependenciesAreFlowsFromTaskToDependant) {
   EXPECT_EQ(ends[0]["bp"], "e");
 }
 
+TEST_F(TimelineTest, WaitsAreSlicesAndEachNotifyPointsAtTheWaitItReleased) {
+  // Rank 1 (clock 5000 ns ahead) notifies cell 1 of rank 0's 'signal' twice and
+  // cell 2 once; rank 0 waits on cell 1 inside its vadd task.
+  const int64_t base1 = 1'005'100;
+  auto notify = [](int64_t cell, int64_t start) {
+    return Json{{"kind", "notify"}, {"window", "signal"}, {"window_id", 1}, {"offset", cell * 4},
+                {"cell", cell}, {"peer", 0}, {"value", 1}, {"op", "add"}, {"task_id", 0},
+                {"core_id", 1}, {"start_ns", start}, {"end_ns", start + 100}, {"ok", true}};
+  };
+  write_file_atomic(root_ / "rank1/d0/comm_ops.json",
+                    Json{{"schema", 1}, {"rank", 1}, {"recorded", 3}, {"dropped", 0},
+                         {"ops", {notify(1, base1 + 1050), notify(1, base1 + 1200),
+                                  notify(2, base1 + 1250)}}}
+                        .dump());
+  write_file_atomic(
+      root_ / "rank0/d0/comm_ops.json",
+      Json{{"schema", 1}, {"rank", 0}, {"recorded", 2}, {"dropped", 0},
+           {"ops",
+            {{{"kind", "wait"}, {"window", "signal"}, {"window_id", 1}, {"offset", 4}, {"cell", 1},
+              {"value", 2}, {"cmp", "ge"}, {"task_id", 0}, {"core_id", 1},
+              {"start_ns", 1'001'100}, {"end_ns", 1'002'500}, {"ok", true}},
+             {{"kind", "remote_load"}, {"window", "data"}, {"window_id", 0}, {"offset", 0},
+              {"cell", 0}, {"peer", 1}, {"bytes", 1024}, {"task_id", 0}, {"core_id", 1},
+              {"start_ns", 1'002'600}, {"end_ns", 1'002'700}, {"ok", true}}}}}
+          .dump());
+  const RunTimeline run = read_run_timeline(root_);
+  ASSERT_EQ(run.comm_flows().size(), 1u);
+  const Json trace = timeline_json(run);
+
+  const std::vector<Json> waits = events(trace, "X", "wait 'signal'[1] ge 2");
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_EQ(waits[0]["cat"], "wait");
+  EXPECT_EQ(waits[0]["pid"], 0);
+  EXPECT_EQ(waits[0]["tid"], 1);  // on the core of the task that waited
+  EXPECT_DOUBLE_EQ(waits[0]["ts"].get<double>(), 1.1);
+  EXPECT_EQ(waits[0]["args"]["blocked_ns"], 1400);
+  const std::vector<Json> loads = events(trace, "X", "remote_load 'data' from rank 1");
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(loads[0]["cat"], "comm");
+  EXPECT_EQ(loads[0]["args"]["bytes"], 1024);
+  EXPECT_EQ(events(trace, "X", "notify 'signal'[1] of rank 0 add 1").size(), 2u);
+
+  std::vector<Json> starts, ends;
+  for (const Json& e : events(trace, "s"))
+    if (e["cat"] == "comm") starts.push_back(e);
+  for (const Json& e : events(trace, "f"))
+    if (e["cat"] == "comm") ends.push_back(e);
+  ASSERT_EQ(starts.size(), 1u);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(starts[0]["id"], ends[0]["id"]);
+  // From the later notify to cell 1 (coordinator clock 1'001'300..1'001'400) ...
+  EXPECT_EQ(starts[0]["pid"], 1);
+  EXPECT_DOUBLE_EQ(starts[0]["ts"].get<double>(), 1.35);
+  EXPECT_EQ(starts[0]["args"]["to_rank"], 0);
+  // ... to where the wait returned, inside its slice.
+  EXPECT_EQ(ends[0]["pid"], 0);
+  EXPECT_EQ(ends[0]["tid"], 1);
+  EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>(), 2.499);
+  EXPECT_EQ(ends[0]["bp"], "e");
+}
+
 TEST_F(TimelineTest, PmuCountsAreCounterTracksPerCore) {
   const Json trace = timeline_json(read_run_timeline(root_));
   const std::vector<Json> faults = events(trace, "C", "page-faults (core 1)");

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "common/boot_id.h"
 #include "common/heap.h"
 #include "common/log.h"
 #include "common/seconds_text.h"
@@ -121,6 +122,7 @@ void RankAgent::say_hello() {
   hello.held_hashes = blob_store_->list();
   if (hello.held_hashes.size() > kMaxHeldHashes) hello.held_hashes.resize(kMaxHeldHashes);
   hello.mpi_thread_level = session_.thread_level;
+  hello.boot_id = kernel_boot_id();
   if (run_key_error_) std::rethrow_exception(run_key_error_);
   wire::ChannelOptions channel_options;
   channel_options.curve_client = run_key_;

@@ -591,6 +591,8 @@ void AgentWorker::dispatch(DispatchJob& job) {
     context.rank = rank;
     context.world = session_->world();
     context.comm = comm_api();
+    comm_log_.clear();
+    comm_state.set_log(&comm_log_);
     context.comm_state = &comm_state;
     context.dfx_dir = build.dir / "dfx" / ("d" + std::to_string(d.index));
     context.binary_store = settings_.binary_store;
@@ -620,6 +622,9 @@ void AgentWorker::dispatch(DispatchJob& job) {
       done.outputs.push_back(std::move(meta));
     }
     if (result.dfx_dir) {
+      if (config.enable_chip_swimlane > 0)
+        write_file_atomic(*result.dfx_dir / "comm_ops.json",
+                          comm_ops_json(comm_log_, *build.windows, rank).dump() + "\n");
       for (const std::string& file : files_under(*result.dfx_dir)) {
         frames.push_back(wire::frame_of(read_file(*result.dfx_dir / file)));
         done.dfx_files.push_back(file);

@@ -25,6 +25,7 @@
 
 #include "common/wire/protocol.h"
 #include "pypto/tensor.h"
+#include "rank_agent/comm_log.h"
 
 namespace pypto {
 class ChipWorker;
@@ -163,6 +164,8 @@ class AgentWorker {
   std::map<std::string, std::unique_ptr<Build>> builds_;
   std::vector<std::string> build_order_;  // creation order of window sets: teardown order
   std::unique_ptr<ChipWorker> chip_;
+  // The current dispatch's comm calls (rank_agent/comm_log.h): comm_ops.json with --swimlane.
+  CommLog comm_log_;
   // Resident tensors (docs/resident-tensors.md): this rank's parts, by id; they
   // live until FREE or the end of the job.
   std::map<uint64_t, ResidentPart> residents_;

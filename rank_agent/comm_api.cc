@@ -1,9 +1,11 @@
 #include "rank_agent/comm_api.h"
 
 #include <exception>
+#include <optional>
 #include <string>
 
 #include "common/log.h"
+#include "orchestration/dispatch_record.h"
 #include "pypto/error.h"
 
 namespace pypto::rank {
@@ -27,10 +29,12 @@ std::string at_call_site(const char* file, int32_t line) {
   return " (at " + std::string(file) + ":" + std::to_string(line) + ")";
 }
 
-// Runs `body` against the dispatch's CommState; C++ errors stop here, at the
-// C boundary, and become report_error + -1.
+// Runs `body` against the dispatch's CommState and records `op` (what the call
+// does, filled in by the caller; nullopt: nothing to record) in the dispatch's
+// CommLog; C++ errors stop here, at the C boundary, and become report_error + -1.
 template <typename Body>
-int guarded(const pypto_kernel_ctx* ctx, const char* call, Body&& body) {
+int guarded(const pypto_kernel_ctx* ctx, const char* call, std::optional<CommOp> op,
+            Body&& body) {
   if (ctx == nullptr) return -1;
   const auto* state = static_cast<const CommState*>(ctx->comm_state);
   if (state == nullptr) {
@@ -43,16 +47,44 @@ int guarded(const pypto_kernel_ctx* ctx, const char* call, Body&& body) {
   const char* const file = call_file;
   const int32_t line = call_line;
   call_file = nullptr;
+  CommLog* const log = op ? state->log() : nullptr;
+  if (log) {
+    op->task_id = ctx->task_id;
+    op->core_id = ctx->core_id;
+    op->start_ns = chip::now_ns();
+  }
+  const auto recorded = [&](bool ok) {
+    if (!log) return;
+    op->end_ns = chip::now_ns();
+    op->ok = ok;
+    log->record(*op);
+  };
   try {
     body(*state);
+    recorded(true);
     return 0;
   } catch (const std::exception& e) {
+    recorded(false);
     report(ctx, e.what() + at_call_site(file, line));
   } catch (...) {
+    recorded(false);
     report(ctx, "rank " + std::to_string(state->rank()) + ": " + call + ": unknown error" +
                     at_call_site(file, line));
   }
   return -1;
+}
+
+CommOp comm_op(CommOpKind kind, int32_t window, int32_t peer, uint64_t offset, uint64_t bytes = 0,
+               int32_t value = 0, int32_t mode = 0) {
+  CommOp op;
+  op.kind = kind;
+  op.window = window;
+  op.peer = peer;
+  op.offset = offset;
+  op.bytes = bytes;
+  op.value = value;
+  op.mode = mode;
+  return op;
 }
 
 DType checked_dtype(const CommState& state, const char* call, int32_t dtype) {
@@ -65,7 +97,8 @@ DType checked_dtype(const CommState& state, const char* call, int32_t dtype) {
 
 int remote_load(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
                 void* dst, uint64_t bytes) {
-  return guarded(ctx, "remote_load", [&](const CommState& s) {
+  return guarded(ctx, "remote_load", comm_op(CommOpKind::kRemoteLoad, window, rank, offset, bytes),
+                 [&](const CommState& s) {
     s.windows().load("remote_load", window, rank, offset, dst, bytes);
   });
 }
@@ -73,7 +106,11 @@ int remote_load(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint6
 int remote_store(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
                  const void* src, uint64_t count, int32_t dtype, int32_t op) {
   const char* call = "remote_store";
-  return guarded(ctx, call, [&](const CommState& s) {
+  const CommOpKind kind = op == PYPTO_STORE_ADD ? CommOpKind::kRemoteAdd : CommOpKind::kRemoteStore;
+  const uint64_t bytes = dtype >= PYPTO_F32 && dtype <= PYPTO_BOOL
+                             ? count * dtype_size(static_cast<DType>(dtype))
+                             : 0;
+  return guarded(ctx, call, comm_op(kind, window, rank, offset, bytes), [&](const CommState& s) {
     const DType type = checked_dtype(s, call, dtype);
     if (op == PYPTO_STORE_ADD) {
       s.windows().add(call, window, rank, offset, src, count, type, s.wait_timeout());
@@ -93,39 +130,43 @@ int remote_store(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint
 
 int put(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset, const void* src,
         uint64_t bytes) {
-  return guarded(ctx, "put", [&](const CommState& s) {
+  return guarded(ctx, "put", comm_op(CommOpKind::kPut, window, rank, offset, bytes),
+                 [&](const CommState& s) {
     s.windows().store("put", window, rank, offset, src, bytes);
   });
 }
 
 int get(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset, void* dst,
         uint64_t bytes) {
-  return guarded(ctx, "get", [&](const CommState& s) {
+  return guarded(ctx, "get", comm_op(CommOpKind::kGet, window, rank, offset, bytes),
+                 [&](const CommState& s) {
     s.windows().load("get", window, rank, offset, dst, bytes);
   });
 }
 
 int notify(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
            int32_t value, int32_t op) {
-  return guarded(ctx, "notify",
+  return guarded(ctx, "notify", comm_op(CommOpKind::kNotify, window, rank, offset, 0, value, op),
                  [&](const CommState& s) { s.windows().notify(window, rank, offset, value, op); });
 }
 
 int wait(const pypto_kernel_ctx* ctx, int32_t window, uint64_t offset, int32_t cmp,
          int32_t expected) {
-  return guarded(ctx, "wait", [&](const CommState& s) {
+  return guarded(ctx, "wait", comm_op(CommOpKind::kWait, window, -1, offset, 0, expected, cmp),
+                 [&](const CommState& s) {
     s.windows().wait(window, offset, cmp, expected, s.wait_timeout());
   });
 }
 
 int barrier(const pypto_kernel_ctx* ctx) {
-  return guarded(ctx, "barrier",
+  return guarded(ctx, "barrier", comm_op(CommOpKind::kBarrier, -1, -1, 0),
                  [&](const CommState& s) { s.windows().barrier(s.wait_timeout()); });
 }
 
 void* peer_pointer(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank) {
   void* pointer = nullptr;
-  guarded(ctx, "peer_pointer",
+  // Not an operation on the data: looked up, never recorded.
+  guarded(ctx, "peer_pointer", std::nullopt,
           [&](const CommState& s) { pointer = s.windows().peer_pointer(window, rank); });
   return pointer;
 }

@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "pypto/kernel_abi.h"
+#include "rank_agent/comm_log.h"
 #include "rank_agent/window_set.h"
 
 namespace pypto::rank {
@@ -30,10 +31,14 @@ class CommState {
   std::chrono::milliseconds wait_timeout() const { return wait_timeout_; }
   // Between dispatches only.
   void set_wait_timeout(std::chrono::milliseconds timeout) { wait_timeout_ = timeout; }
+  // Where every comm call of the dispatch is recorded (nullptr: nowhere).
+  CommLog* log() const { return log_; }
+  void set_log(CommLog* log) { log_ = log; }
 
  private:
   const WindowSet* windows_;
   std::chrono::milliseconds wait_timeout_;
+  CommLog* log_ = nullptr;
 };
 
 // The table; static, valid for the life of the process.

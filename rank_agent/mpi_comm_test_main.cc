@@ -240,6 +240,53 @@ TEST(Comm, RingShiftWithPutAndNotify) {
   }
 }
 
+// Every comm call is recorded in the dispatch's CommLog (comm_ops.json with
+// --swimlane): kind, window, peer, cell, value, its task and core, its times.
+TEST(Comm, CallsAreRecordedInTheCommLog) {
+  WindowSet ws(session(), {{"recv", 64, DType::kI32, {}}, {"flag", 8, DType::kI32, {}}});
+  CommState state(ws, kTimeout);
+  CommLog log;
+  state.set_log(&log);
+  FakeKernel k(ws, state);
+  k.ctx.task_id = 7;
+  k.ctx.core_id = 2;
+  const auto* api = k.comm();
+  const int next = (R() + 1) % W();
+  std::vector<int32_t> out(16, R());
+  ASSERT_EQ(api->put(k.c(), 0, next, 0, out.data(), 64), 0) << k.errors();
+  ASSERT_EQ(api->notify(k.c(), 1, next, 4, 1, PYPTO_STORE_SET), 0) << k.errors();
+  ASSERT_EQ(api->wait(k.c(), 1, 4, PYPTO_CMP_EQ, 1), 0) << k.errors();
+  EXPECT_NE(api->wait(k.c(), 9, 0, PYPTO_CMP_EQ, 1), 0);  // no window 9: recorded as failed
+  ASSERT_EQ(api->barrier(k.c()), 0) << k.errors();
+  const std::vector<CommOp> ops = log.recent();
+  ASSERT_EQ(ops.size(), 5u);
+  EXPECT_EQ(ops[0].kind, CommOpKind::kPut);
+  EXPECT_EQ(ops[0].peer, next);
+  EXPECT_EQ(ops[0].bytes, 64u);
+  EXPECT_EQ(ops[1].kind, CommOpKind::kNotify);
+  EXPECT_EQ(ops[1].window, 1);
+  EXPECT_EQ(ops[1].offset, 4u);
+  EXPECT_EQ(ops[1].value, 1);
+  EXPECT_EQ(ops[2].kind, CommOpKind::kWait);
+  EXPECT_EQ(ops[2].mode, PYPTO_CMP_EQ);
+  EXPECT_TRUE(ops[2].ok);
+  EXPECT_FALSE(ops[3].ok);
+  EXPECT_EQ(ops[4].kind, CommOpKind::kBarrier);
+  for (const CommOp& op : ops) {
+    EXPECT_EQ(op.task_id, 7);
+    EXPECT_EQ(op.core_id, 2);
+    EXPECT_LE(op.start_ns, op.end_ns);
+  }
+  EXPECT_LE(ops[0].end_ns, ops[1].start_ns);
+  const Json j = comm_ops_json(log, ws, R());
+  EXPECT_EQ(j["ops"][1]["window"], "flag");
+  EXPECT_EQ(j["ops"][1]["cell"], 1);  // byte 4 of an i32 window
+  EXPECT_EQ(j["ops"][1]["op"], "set");
+  EXPECT_EQ(j["ops"][2]["cmp"], "eq");
+  EXPECT_EQ(j["dropped"], 0);
+  ASSERT_EQ(api->barrier(k.c()), 0) << k.errors();
+}
+
 TEST(Comm, GetEveryPeer) {
   constexpr int kN = 300;
   WindowSet ws(session(), {{"data", kN * 8, DType::kI64, {}}});

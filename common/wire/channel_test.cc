@@ -91,16 +91,17 @@ TEST_F(ChannelTest, HelloWelcomeManifestNeedBlobs) {
 }
 
 TEST_F(ChannelTest, VersionMismatchOverTheWireGetsARefusal) {
-  // A raw DEALER playing an agent of protocol 2.
+  // A raw DEALER playing an agent of a later protocol.
   zmq::socket_t future(context_, zmq::socket_type::dealer);
   future.set(zmq::sockopt::linger, 0);
   future.set(zmq::sockopt::rcvtimeo, 5000);
   future.connect(coordinator_.endpoint());
   std::string frame = "PPTO";
-  for (uint32_t v : {3u, 6u}) {
+  const uint32_t later = kProtocolVersion + 1;
+  for (uint32_t v : {later, 6u}) {
     for (int i = 0; i < 4; ++i) frame.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
   }
-  frame += "whatever protocol 3 looks like";
+  frame += "whatever a later protocol looks like";
   future.send(zmq::buffer(frame));
 
   try {
@@ -108,8 +109,9 @@ TEST_F(ChannelTest, VersionMismatchOverTheWireGetsARefusal) {
     FAIL() << "expected ProtocolVersionError";
   } catch (const ProtocolVersionError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "agent rank 6 speaks control protocol 3, this coordinator speaks 2; use "
-              "pypto-rank and pypto-coord from the same installation");
+              "agent rank 6 speaks control protocol " + std::to_string(later) +
+                  ", this coordinator speaks " + std::to_string(kProtocolVersion) +
+                  "; use pypto-rank and pypto-coord from the same installation");
     // The coordinator answers in its own version; the stranger reads the fixed prefix.
     coordinator_.send_to(e.peer_identity(), make_version_refusal(e.peer_rank(), e.peer_version()));
   }
@@ -122,7 +124,7 @@ TEST_F(ChannelTest, VersionMismatchOverTheWireGetsARefusal) {
   std::vector<zmq::message_t> frames;
   frames.push_back(std::move(reply));
   Decoded decoded = decode(frames, {Role::kAgent, 6});
-  EXPECT_EQ(decoded.as<Refuse>().agent_version, 3u);
+  EXPECT_EQ(decoded.as<Refuse>().agent_version, later);
 }
 
 TEST_F(ChannelTest, GarbageFromAPeerIsAnErrorNotACrash) {

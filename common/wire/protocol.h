@@ -39,7 +39,7 @@ void serialize(Archive& ar, PhaseTiming& timing) {
 namespace pypto::wire {
 
 // Bump on ANY change of a message's fields, order or meaning.
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr char kMagic[4] = {'P', 'P', 'T', 'O'};
 // Bytes 0..11 of frame 0: magic, version (u32 LE), sender rank (i32 LE). Frozen for
 // every protocol version, so a peer of any version can be named and refused.
@@ -207,9 +207,11 @@ struct Hello {
   uint32_t protocol_version = kProtocolVersion;
   std::vector<std::string> held_hashes;  // blob-store hashes already on this host (a hint)
   std::string mpi_thread_level;          // "MPI_THREAD_MULTIPLE", ...
+  // The agent's kernel (common/boot_id.h): the coordinator's own means one clock.
+  std::string boot_id;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(rank, world, host, pid, protocol_version, held_hashes, mpi_thread_level);
+    ar(rank, world, host, pid, protocol_version, held_hashes, mpi_thread_level, boot_id);
   }
   bool operator==(const Hello&) const = default;
 };

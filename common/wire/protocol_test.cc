@@ -150,7 +150,7 @@ TEST(ProtocolTest, EncodeRefusesAWrongPayloadCount) {
   EXPECT_THROW(encode(Hello{}, frames_of({"x"})), ProtocolError);
 }
 
-// The frame of a protocol-3 peer: same prefix, a body this version cannot read.
+// The frame of a peer of a later protocol: same prefix, a body this version cannot read.
 std::string future_frame(uint32_t version, int32_t rank) {
   std::string frame = "PPTO";
   for (uint32_t v : {version, static_cast<uint32_t>(rank)}) {
@@ -160,24 +160,26 @@ std::string future_frame(uint32_t version, int32_t rank) {
 }
 
 TEST(ProtocolTest, CoordinatorDetectsAnAgentOfAnotherVersion) {
-  std::vector<zmq::message_t> frames = frames_of({"id-2", future_frame(3, 2)});
+  const uint32_t later = kProtocolVersion + 1;
+  const std::string ours = std::to_string(kProtocolVersion), theirs = std::to_string(later);
+  std::vector<zmq::message_t> frames = frames_of({"id-2", future_frame(later, 2)});
   try {
     decode_routed(frames);
     FAIL() << "expected ProtocolVersionError";
   } catch (const ProtocolVersionError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "agent rank 2 speaks control protocol 3, this coordinator speaks 2; use "
-              "pypto-rank and pypto-coord from the same installation");
-    EXPECT_EQ(e.peer_version(), 3u);
+              "agent rank 2 speaks control protocol " + theirs + ", this coordinator speaks " +
+                  ours + "; use pypto-rank and pypto-coord from the same installation");
+    EXPECT_EQ(e.peer_version(), later);
     EXPECT_EQ(e.peer_rank(), 2);
     EXPECT_EQ(e.peer_identity(), "id-2");
     EXPECT_EQ(e.exit_code(), ExitCode::kInfra);
   }
-  const Refuse refuse = make_version_refusal(2, 3);
+  const Refuse refuse = make_version_refusal(2, later);
   EXPECT_EQ(refuse.coordinator_version, kProtocolVersion);
-  EXPECT_EQ(refuse.agent_version, 3u);
-  EXPECT_NE(refuse.reason.find("speaks control protocol 3"), std::string::npos);
-  EXPECT_NE(refuse.reason.find("this coordinator speaks 2"), std::string::npos);
+  EXPECT_EQ(refuse.agent_version, later);
+  EXPECT_NE(refuse.reason.find("speaks control protocol " + theirs), std::string::npos);
+  EXPECT_NE(refuse.reason.find("this coordinator speaks " + ours), std::string::npos);
 }
 
 TEST(ProtocolTest, AgentDetectsACoordinatorOfAnotherVersion) {
@@ -187,8 +189,9 @@ TEST(ProtocolTest, AgentDetectsACoordinatorOfAnotherVersion) {
     FAIL() << "expected ProtocolVersionError";
   } catch (const ProtocolVersionError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "the coordinator speaks control protocol 7, this agent (rank 5) speaks 2; use "
-              "pypto-rank and pypto-coord from the same installation");
+              "the coordinator speaks control protocol 7, this agent (rank 5) speaks " +
+                  std::to_string(kProtocolVersion) +
+                  "; use pypto-rank and pypto-coord from the same installation");
   }
 }
 

@@ -164,7 +164,7 @@ TEST(L3FailureTest, AnAgentOfAnotherProtocolVersionIsRefusedNamingBothVersions) 
       {kCoordBin.string(), "run", dir.string(), "--agents", "external", "--bind", endpoint},
       l3_env("version"), "version_coord");
 
-  // A raw DEALER playing rank 0 of protocol version 2, with the run's key.
+  // A raw DEALER playing rank 0 of the next protocol version, with the run's key.
   const wire::AgentKey key = wire::parse_agent_key(printed_run_key(coordinator), "the output");
   zmq::context_t context;
   zmq::socket_t dealer(context, zmq::socket_type::dealer);

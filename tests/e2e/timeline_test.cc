@@ -67,6 +67,9 @@ TEST(TimelineE2ETest, AllreduceAtWorld8HasOneProcessPerRankAndTheRecordsSpans) {
   std::map<int, std::string> processes;
   std::map<int, std::vector<json>> dispatch_spans, task_spans;
   size_t flow_starts = 0, flow_ends = 0, counters = 0;
+  std::map<int, size_t> waits;            // wait slices per rank
+  std::map<int64_t, int> comm_flow_from;  // flow id -> notifying rank
+  std::vector<std::pair<int64_t, int>> comm_flow_to;
   for (const json& e : trace["traceEvents"]) {
     const int pid = e["pid"].get<int>();
     if (e["ph"] == "M" && e["name"] == "process_name") {
@@ -75,10 +78,26 @@ TEST(TimelineE2ETest, AllreduceAtWorld8HasOneProcessPerRankAndTheRecordsSpans) {
     }
     if (e["ph"] == "X" && e["cat"] == "dispatch") dispatch_spans[pid].push_back(e);
     if (e["ph"] == "X" && e["cat"] == "task") task_spans[pid].push_back(e);
-    flow_starts += e["ph"] == "s";
-    flow_ends += e["ph"] == "f";
+    if (e["ph"] == "X" && e["cat"] == "wait") ++waits[pid];
+    if (e.value("cat", "") == "comm" && e["ph"] == "s") comm_flow_from[e["id"]] = pid;
+    if (e.value("cat", "") == "comm" && e["ph"] == "f") comm_flow_to.emplace_back(e["id"], pid);
+    const bool dep = e.value("cat", "") == "dep";
+    flow_starts += dep && e["ph"] == "s";
+    flow_ends += dep && e["ph"] == "f";
     counters += e["ph"] == "C";
   }
+  // The fixture's kernel waits once for each peer's notify: 7 wait slices per
+  // rank, and an arrow from each of those notifies, on another rank, to its wait.
+  for (int rank = 0; rank < 8; ++rank) EXPECT_EQ(waits[rank], 7u) << "rank " << rank;
+  ASSERT_EQ(comm_flow_to.size(), 56u);
+  ASSERT_EQ(comm_flow_from.size(), 56u);
+  std::map<int, std::set<int>> notified_by;
+  for (const auto& [id, to] : comm_flow_to) {
+    ASSERT_EQ(comm_flow_from.count(id), 1u) << "flow " << id << " has no start";
+    EXPECT_NE(comm_flow_from[id], to);
+    notified_by[to].insert(comm_flow_from[id]);
+  }
+  for (int rank = 0; rank < 8; ++rank) EXPECT_EQ(notified_by[rank].size(), 7u) << "rank " << rank;
   ASSERT_EQ(processes.size(), 8u);
   EXPECT_EQ(flow_starts, flow_ends);
   EXPECT_GT(counters, 0u);  // --pmu 1: task-clock is a software counter, always there

@@ -1,0 +1,92 @@
+#include "rank_agent/comm_log.h"
+
+#include <algorithm>
+
+#include "pypto/dtype.h"
+#include "pypto/kernel_abi.h"
+#include "rank_agent/window_set.h"
+
+namespace pypto::rank {
+
+namespace {
+
+const char* cmp_name(int32_t cmp) {
+  switch (cmp) {
+    case PYPTO_CMP_EQ: return "eq";
+    case PYPTO_CMP_NE: return "ne";
+    case PYPTO_CMP_GT: return "gt";
+    case PYPTO_CMP_GE: return "ge";
+    case PYPTO_CMP_LT: return "lt";
+    case PYPTO_CMP_LE: return "le";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const char* comm_op_kind_name(CommOpKind kind) {
+  switch (kind) {
+    case CommOpKind::kRemoteLoad: return "remote_load";
+    case CommOpKind::kRemoteStore: return "remote_store";
+    case CommOpKind::kRemoteAdd: return "remote_add";
+    case CommOpKind::kPut: return "put";
+    case CommOpKind::kGet: return "get";
+    case CommOpKind::kNotify: return "notify";
+    case CommOpKind::kWait: return "wait";
+    case CommOpKind::kBarrier: return "barrier";
+  }
+  return "?";
+}
+
+CommLog::CommLog(size_t capacity) : slots_(std::max<size_t>(capacity, 1)) {}
+
+void CommLog::record(const CommOp& op) noexcept {
+  // Each caller owns the slot its ticket names; a slot is reused only after
+  // `capacity` later operations, long after its writer finished.
+  const uint64_t ticket = next_.fetch_add(1, std::memory_order_acq_rel);
+  slots_[ticket % slots_.size()] = op;
+}
+
+std::vector<CommOp> CommLog::recent() const {
+  const uint64_t total = recorded();
+  const uint64_t kept = std::min<uint64_t>(total, slots_.size());
+  std::vector<CommOp> ops;
+  ops.reserve(kept);
+  for (uint64_t i = total - kept; i < total; ++i) ops.push_back(slots_[i % slots_.size()]);
+  return ops;
+}
+
+Json comm_ops_json(const CommLog& log, const WindowSet& windows, int rank) {
+  const std::vector<CommOp> ops = log.recent();
+  Json list = Json::array();
+  for (const CommOp& op : ops) {
+    Json e = {{"kind", comm_op_kind_name(op.kind)}, {"task_id", op.task_id},
+              {"core_id", op.core_id}, {"start_ns", op.start_ns}, {"end_ns", op.end_ns},
+              {"ok", op.ok}};
+    if (op.window >= 0 && op.window < windows.size()) {
+      const WindowSpec& spec = windows.spec(op.window);
+      e["window"] = spec.name;
+      e["window_id"] = op.window;
+      e["offset"] = op.offset;
+      e["cell"] = op.offset / dtype_size(spec.dtype);
+    }
+    if (op.peer >= 0) e["peer"] = op.peer;
+    if (op.bytes) e["bytes"] = op.bytes;
+    if (op.kind == CommOpKind::kNotify) {
+      e["value"] = op.value;
+      e["op"] = op.mode == PYPTO_STORE_ADD ? "add" : "set";
+    } else if (op.kind == CommOpKind::kWait) {
+      e["value"] = op.value;
+      e["cmp"] = cmp_name(op.mode);
+    }
+    list.push_back(std::move(e));
+  }
+  return {{"schema", 1},
+          {"clock", "CLOCK_MONOTONIC ns"},
+          {"rank", rank},
+          {"recorded", log.recorded()},
+          {"dropped", log.recorded() - ops.size()},
+          {"ops", std::move(list)}};
+}
+
+}  // namespace pypto::rank
