@@ -55,6 +55,7 @@ table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:0.2em 0.6em;t
 th{background:#eee}td.l,th.l{text-align:left}
 svg text{font-size:11px;font-family:sans-serif}
 .dispatch{fill:#9db4cc;stroke:#3b5b7d}.axis{stroke:#888}
+.wait{fill:#d62728;opacity:0.75}.comm{stroke:#d62728;stroke-width:1;opacity:0.6}
 )";
 
 // One bar of the picture, on the time line of the page (ns since its origin).
@@ -65,8 +66,18 @@ struct Bar {
   std::string cls, colour, title;
 };
 
-std::string svg_picture(const std::vector<Bar>& bars, const std::map<int, std::string>& labels,
-                        const std::map<int, int>& lanes, int64_t span_ns) {
+// A line between two ranks' lanes: a notify and the wait it released.
+struct Link {
+  int from_rank, from_lane;
+  int64_t from_t;
+  int to_rank, to_lane;
+  int64_t to_t;
+  std::string title;
+};
+
+std::string svg_picture(const std::vector<Bar>& bars, const std::vector<Link>& links,
+                        const std::map<int, std::string>& labels, const std::map<int, int>& lanes,
+                        int64_t span_ns) {
   constexpr int kLeft = 150, kWidth = 1000, kDispatchLane = 14, kCoreLane = 7, kGap = 8, kTop = 20;
   std::map<int, int> row_y;
   int y = kTop;
@@ -100,6 +111,15 @@ std::string svg_picture(const std::vector<Bar>& bars, const std::map<int, std::s
     if (!b.colour.empty()) svg << " fill=\"" << b.colour << "\"";
     svg << "><title>" << escape(b.title) << "</title></rect>\n";
   }
+  const auto lane_middle = [&](int rank, int lane) {
+    return row_y[rank] + kDispatchLane + (lane - 1) * kCoreLane + kCoreLane / 2;
+  };
+  for (const Link& l : links)
+    svg << "<line class=\"comm\" x1=\"" << fixed(kLeft + static_cast<double>(l.from_t) * scale, 2)
+        << "\" y1=\"" << lane_middle(l.from_rank, l.from_lane) << "\" x2=\""
+        << fixed(kLeft + static_cast<double>(l.to_t) * scale, 2) << "\" y2=\""
+        << lane_middle(l.to_rank, l.to_lane) << "\"><title>" << escape(l.title)
+        << "</title></line>\n";
   svg << "</svg>\n";
   return svg.str();
 }
@@ -107,6 +127,50 @@ std::string svg_picture(const std::vector<Bar>& bars, const std::map<int, std::s
 // A count of report/run.json, or a dash where the run has none (an L2 run ships nothing).
 std::string count_cell(const Json& rank, const char* key) {
   return rank.contains(key) ? std::to_string(rank[key].get<uint64_t>()) : "&mdash;";
+}
+
+// The longest waits of the run and who released each (docs/dfx.md "The run report").
+std::string top_waits_html(const RunTimeline& timeline) {
+  struct Entry {
+    size_t dispatch, op;
+  };
+  std::vector<Entry> waits;
+  for (size_t d = 0; d < timeline.dispatches.size(); ++d)
+    for (size_t i = 0; i < timeline.dispatches[d].comm_ops.size(); ++i)
+      if (timeline.dispatches[d].comm_ops[i].is_wait()) waits.push_back({d, i});
+  if (waits.empty()) return "";
+  std::map<std::pair<size_t, size_t>, const TimelineCommFlow*> released_by;
+  const std::vector<TimelineCommFlow> flows = timeline.comm_flows();
+  for (const TimelineCommFlow& f : flows) released_by[{f.wait_dispatch, f.wait_op}] = &f;
+  const auto blocked = [&](const Entry& e) {
+    const TimelineCommOp& op = timeline.dispatches[e.dispatch].comm_ops[e.op];
+    return op.end_ns - op.start_ns;
+  };
+  std::stable_sort(waits.begin(), waits.end(),
+                   [&](const Entry& a, const Entry& b) { return blocked(a) > blocked(b); });
+  constexpr size_t kShown = 10;
+  std::ostringstream html;
+  html << "<h2>Top waits</h2>\n<p>The " << std::min(kShown, waits.size()) << " longest of "
+       << waits.size() << " waits and barriers, and the notify that released each.</p>\n"
+       << "<table id=\"waits\">\n<tr><th>rank</th><th>dispatch</th><th class=\"l\">wait</th>"
+          "<th>task</th><th>blocked (ms)</th><th class=\"l\">released by</th></tr>\n";
+  for (size_t i = 0; i < std::min(kShown, waits.size()); ++i) {
+    const TimelineDispatch& d = timeline.dispatches[waits[i].dispatch];
+    const TimelineCommOp& op = d.comm_ops[waits[i].op];
+    std::string by = op.kind == "barrier" ? "every rank" : "&mdash;";
+    if (auto it = released_by.find({waits[i].dispatch, waits[i].op}); it != released_by.end()) {
+      const TimelineDispatch& nd = timeline.dispatches[it->second->notify_dispatch];
+      const TimelineCommOp& n = nd.comm_ops[it->second->notify_op];
+      by = "rank " + std::to_string(nd.rank) + ", d" + std::to_string(nd.index) + " task " +
+           std::to_string(n.task_id) + ": " + escape(n.label());
+    }
+    html << "<tr><td>" << d.rank << "</td><td>d" << d.index << "</td><td class=\"l\">"
+         << escape(op.label()) << (op.ok ? "" : " (failed)") << "</td><td>" << op.task_id
+         << "</td><td>" << ms3(static_cast<double>(blocked(waits[i])) / 1e6)
+         << "</td><td class=\"l\">" << by << "</td></tr>\n";
+  }
+  html << "</table>\n";
+  return html.str();
 }
 
 }  // namespace
@@ -125,6 +189,7 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
   // The picture: the timeline's coordinator clock when there are records, else
   // the dispatches' CLOCK_REALTIME spans from the report.
   std::vector<Bar> bars;
+  std::vector<Link> links;
   std::map<int, std::string> labels;
   std::map<int, int> lanes;
   int64_t span_ns = 0;
@@ -156,6 +221,24 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
                             ms3(static_cast<double>(t.end_ns - t.start_ns) / 1e6) + " ms"});
         span_ns = std::max(span_ns, t.end_ns - origin);
       }
+      // Time blocked in wait / barrier, drawn over the task that waited.
+      for (const TimelineCommOp& op : d->comm_ops)
+        if (op.is_wait() && core_lane[d->rank].count(op.core_id))
+          bars.push_back({d->rank, core_lane[d->rank][op.core_id], op.start_ns - origin,
+                          op.end_ns - origin, "wait", "",
+                          op.label() + " (task " + std::to_string(op.task_id) + "): blocked " +
+                              ms3(static_cast<double>(op.end_ns - op.start_ns) / 1e6) + " ms"});
+    }
+    for (const TimelineCommFlow& f : timeline->comm_flows()) {
+      const TimelineDispatch& nd = timeline->dispatches[f.notify_dispatch];
+      const TimelineDispatch& wd = timeline->dispatches[f.wait_dispatch];
+      const TimelineCommOp& n = nd.comm_ops[f.notify_op];
+      const TimelineCommOp& w = wd.comm_ops[f.wait_op];
+      if (!core_lane[nd.rank].count(n.core_id) || !core_lane[wd.rank].count(w.core_id)) continue;
+      links.push_back({nd.rank, core_lane[nd.rank][n.core_id], n.start_ns - origin, wd.rank,
+                       core_lane[wd.rank][w.core_id], w.end_ns - origin,
+                       "rank " + std::to_string(nd.rank) + " " + n.label() + " released rank " +
+                           std::to_string(wd.rank) + "'s " + w.label()});
     }
   } else {
     int64_t origin = std::numeric_limits<int64_t>::max();
@@ -205,9 +288,10 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
                           ? "Dispatches on each host's CLOCK_REALTIME (run with --swimlane for "
                             "task bars on one clock)."
                           : "Dispatches (upper bar) and tasks per core on the coordinator's "
-                            "clock; hover a bar for its numbers.")
+                            "clock; time blocked in wait or barrier in red, a red line from "
+                            "each notify to the wait it released; hover for the numbers.")
          << "</p>\n";
-    html << svg_picture(bars, labels, lanes, span_ns);
+    html << svg_picture(bars, links, labels, lanes, span_ns);
   }
 
   auto kernel_cell = [](const TimelineDispatch* d) {
@@ -216,15 +300,19 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
   auto tasks_cell = [](const TimelineDispatch* d) {
     return d ? std::to_string(d->num_tasks) : std::string("&mdash;");
   };
+  auto wait_cell = [](const TimelineDispatch* d) {
+    return d ? ms3(static_cast<double>(d->wait_ns()) / 1e6) : std::string("&mdash;");
+  };
 
   html << "<h2>Ranks</h2>\n<table id=\"ranks\">\n<tr><th>rank</th><th class=\"l\">host</th>"
-          "<th>dispatches</th><th>wall (ms)</th><th>kernel time (ms)</th><th>tasks</th>"
+          "<th>dispatches</th><th>wall (ms)</th><th>kernel time (ms)</th>"
+          "<th>waiting (ms)</th><th>tasks</th>"
           "<th>bytes shipped</th><th>cache hits</th><th>compiles</th></tr>\n";
   for (const Json& r : ranks) {
     const int rank = r.value("rank", 0);
     const Json dispatches = r.value("dispatches", Json::array());
     double wall = 0;
-    int64_t kernel_ns = 0, tasks = 0;
+    int64_t kernel_ns = 0, wait_ns = 0, tasks = 0;
     bool all_records = !dispatches.empty();
     for (const Json& d : dispatches) {
       wall += d.value("ms", 0.0);
@@ -234,12 +322,14 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
         continue;
       }
       kernel_ns += it->second->kernel_ns();
+      wait_ns += it->second->wait_ns();
       tasks += it->second->num_tasks;
     }
     html << "<tr id=\"rank-" << rank << "\"><td>" << rank << "</td><td class=\"l\">"
          << escape(r.value("host", std::string("?"))) << "</td><td>" << dispatches.size()
          << "</td><td>" << ms3(wall) << "</td><td>"
          << (all_records ? ms3(static_cast<double>(kernel_ns) / 1e6) : "&mdash;") << "</td><td>"
+         << (all_records ? ms3(static_cast<double>(wait_ns) / 1e6) : "&mdash;") << "</td><td>"
          << (all_records ? std::to_string(tasks) : "&mdash;") << "</td><td>"
          << count_cell(r, "bytes_shipped") << "</td><td>" << count_cell(r, "cache_hits")
          << "</td><td>" << count_cell(r, "compiles") << "</td></tr>\n";
@@ -248,7 +338,7 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
 
   html << "<h2>Dispatches</h2>\n<table id=\"dispatches\">\n<tr><th>rank</th><th>dispatch</th>"
           "<th class=\"l\">program</th><th>wall (ms)</th><th class=\"l\">phases (ms)</th>"
-          "<th>kernel time (ms)</th><th>tasks</th></tr>\n";
+          "<th>kernel time (ms)</th><th>waiting (ms)</th><th>tasks</th></tr>\n";
   for (const Json& r : ranks) {
     const int rank = r.value("rank", 0);
     for (const Json& d : r.value("dispatches", Json::array())) {
@@ -263,10 +353,12 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
       html << "<tr id=\"rank-" << rank << "-d" << k << "\"><td>" << rank << "</td><td>d" << k
            << "</td><td class=\"l\">" << escape(d.value("program", std::string("?")))
            << "</td><td>" << ms3(d.value("ms", 0.0)) << "</td><td class=\"l\">" << escape(phases)
-           << "</td><td>" << kernel_cell(rec) << "</td><td>" << tasks_cell(rec) << "</td></tr>\n";
+           << "</td><td>" << kernel_cell(rec) << "</td><td>" << wait_cell(rec) << "</td><td>"
+           << tasks_cell(rec) << "</td></tr>\n";
     }
   }
   html << "</table>\n";
+  if (timeline) html << top_waits_html(*timeline);
   if (!records.empty())
     html << "<p>The full timeline, with dependency arrows and counters: "
             "<code>dfx_outputs/timeline.json</code> (open it in Perfetto or chrome://tracing; "

@@ -92,11 +92,49 @@ TEST(RunReportTest, TablesCarryTheRecordsNumbers) {
   // Rank 1: 1 dispatch, wall 2.5 ms, kernel 3 x 8 us, 3 tasks, 1001 bytes, 4 hits, 1 compile.
   EXPECT_EQ(row(html, "rank-1"),
             "<tr id=\"rank-1\"><td>1</td><td class=\"l\">node-1</td><td>1</td><td>2.500</td>"
-            "<td>0.024</td><td>3</td><td>1001</td><td>4</td><td>1</td>");
+            "<td>0.024</td><td>0.000</td><td>3</td><td>1001</td><td>4</td><td>1</td>");
   const std::string d = row(html, "rank-0-d0");
   EXPECT_NE(d.find("<td>1.500</td>"), std::string::npos) << d;
   EXPECT_NE(d.find("assemble_ms 0.250, run_ms 1.000"), std::string::npos) << d;
-  EXPECT_NE(d.find("<td>0.012</td><td>3</td>"), std::string::npos) << d;
+  EXPECT_NE(d.find("<td>0.012</td><td>0.000</td><td>3</td>"), std::string::npos) << d;
+}
+
+TEST(RunReportTest, WaitsAreRedBarsLinkedToTheNotifyThatReleasedThem) {
+  RunTimeline timeline = two_rank_timeline();
+  auto op = [](const char* kind, int64_t peer, int64_t start, int64_t end) {
+    TimelineCommOp o;
+    o.kind = kind;
+    o.window = "signal";
+    o.window_id = 1;
+    o.cell = 1;
+    o.offset = 4;
+    o.peer = peer;
+    o.value = 1;
+    o.mode = std::string(kind) == "wait" ? "ge" : "add";
+    o.task_id = 0;
+    o.core_id = 0;
+    o.start_ns = start;
+    o.end_ns = end;
+    return o;
+  };
+  timeline.dispatches[0].comm_ops = {op("wait", -1, 10'500, 13'500)};   // rank 0 blocked 3 us
+  timeline.dispatches[1].comm_ops = {op("notify", 0, 13'000, 13'100)};  // rank 1 releases it
+  const std::string html = run_report_html(two_rank_report(), &timeline);
+  EXPECT_NE(html.find("<rect class=\"wait\""), std::string::npos);
+  EXPECT_NE(html.find("<line class=\"comm\""), std::string::npos);
+  EXPECT_NE(html.find("rank 1 notify 'signal'[1] of rank 0 add 1 released rank 0's wait "
+                      "'signal'[1] ge 1"),
+            std::string::npos);
+  // The rank's waiting time, and the wait in the top-waits table with its releaser.
+  EXPECT_NE(row(html, "rank-0").find("<td>0.003</td><td>3</td>"), std::string::npos)
+      << row(html, "rank-0");
+  const size_t table = html.find("<table id=\"waits\">");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_NE(html.find("<td>0.003</td><td class=\"l\">rank 1, d0 task 0: notify 'signal'[1] of "
+                      "rank 0 add 1</td>",
+                      table),
+            std::string::npos)
+      << html.substr(table);
 }
 
 TEST(RunReportTest, WithoutRecordsDrawsTheDispatchesAndLeavesKernelTimeOpen) {

@@ -315,6 +315,13 @@ std::vector<TimelineCommFlow> RunTimeline::comm_flows() const {
   return flows;
 }
 
+int64_t TimelineDispatch::wait_ns() const {
+  int64_t sum = 0;
+  for (const TimelineCommOp& op : comm_ops)
+    if (op.is_wait()) sum += std::max<int64_t>(op.end_ns - op.start_ns, 0);
+  return sum;
+}
+
 int RunTimeline::world() const {
   int w = 0;
   for (const TimelineDispatch& d : dispatches) w = std::max(w, d.rank + 1);

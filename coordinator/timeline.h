@@ -99,6 +99,7 @@ struct TimelineDispatch {
 
   std::string label() const { return "d" + std::to_string(index) + " " + program; }
   int64_t kernel_ns() const;  // summed end - start of the tasks that ran
+  int64_t wait_ns() const;    // summed time its kernels were blocked in wait or barrier
 };
 
 // A notify and the wait on its peer that it released: indices into
