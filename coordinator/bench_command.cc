@@ -15,6 +15,7 @@
 #include "coordinator/l2_run.h"
 #include "coordinator/l3_run.h"
 #include "coordinator/program_inputs.h"
+#include "coordinator/progress_line.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/timeline.h"
 #include "pypto/build_kind.h"
@@ -350,13 +351,19 @@ int run_bench(const BenchArgs& args, std::ostream& out) {
     records.reserve(static_cast<size_t>(args.rounds));
     DistributedRunResult last;
     std::optional<QuietRounds> quiet(std::in_place);
-    for (int i = 0; i < args.warmup; ++i) worker->run(program, run_args, timed);
+    ProgressLine progress = ProgressLine::on_stderr("bench " + program.name());
+    for (int i = 0; i < args.warmup; ++i) {
+      worker->run(program, run_args, timed);
+      progress.update("warmup", i + 1, args.warmup);
+    }
     for (int i = 0; i < args.rounds; ++i) {
       const auto round = Clock::now();
       last = worker->run(program, run_args, timed);
       rounds.push_back(ms_since(round));
       records.push_back(round_record(rounds.back(), last));
+      progress.update("round", i + 1, args.rounds, rounds.back());
     }
+    progress.clear();
     std::optional<TracedRound> traced;
     if (dfx) {
       traced.emplace();
@@ -399,7 +406,11 @@ int run_bench(const BenchArgs& args, std::ostream& out) {
   worker.prepare(program, settings.context());  // assembles and loads once
   const double prepare_ms = ms_since(start);
   std::optional<QuietRounds> quiet(std::in_place);
-  for (int i = 0; i < args.warmup; ++i) worker.run(program, tensors, settings.context());
+  ProgressLine progress = ProgressLine::on_stderr("bench " + program.name());
+  for (int i = 0; i < args.warmup; ++i) {
+    worker.run(program, tensors, settings.context());
+    progress.update("warmup", i + 1, args.warmup);
+  }
   std::vector<double> graph;  // the chip runtime's own time for the task graph
   graph.reserve(static_cast<size_t>(args.rounds));
   ChipRunResult last;
@@ -408,7 +419,9 @@ int run_bench(const BenchArgs& args, std::ostream& out) {
     last = worker.run(program, tensors, settings.context());
     rounds.push_back(ms_since(round));
     graph.push_back(last.run_ms);
+    progress.update("round", i + 1, args.rounds, rounds.back());
   }
+  progress.clear();
   std::optional<TracedRound> traced;
   if (dfx) {
     traced.emplace();
