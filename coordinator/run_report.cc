@@ -11,6 +11,7 @@
 #include "artifact/build_paths.h"
 #include "common/fs_util.h"
 #include "common/log.h"
+#include "coordinator/critical_path.h"
 
 namespace pypto::coord {
 
@@ -169,6 +170,39 @@ std::string top_waits_html(const RunTimeline& timeline) {
          << "</td><td>" << ms3(static_cast<double>(blocked(waits[i])) / 1e6)
          << "</td><td class=\"l\">" << by << "</td></tr>\n";
   }
+  html << "</table>\n";
+  return html.str();
+}
+
+// The chain that bounded the run's wall time (coordinator/critical_path.h).
+std::string critical_path_html(const RunTimeline& timeline) {
+  const std::vector<CriticalStep> path = critical_path(timeline);
+  if (path.empty()) return "";
+  const int64_t origin = timeline.origin_ns();
+  const int64_t total = path.back().end_ns - path.front().start_ns;
+  // Where the time went, by kind of step.
+  std::map<CriticalStep::Kind, int64_t> by_kind;
+  for (const CriticalStep& s : path) by_kind[s.kind] += s.ns();
+  const auto share = [&](int64_t ns) {
+    return total > 0 ? fixed(100.0 * static_cast<double>(ns) / static_cast<double>(total), 1)
+                     : std::string("0.0");
+  };
+  std::ostringstream html;
+  html << "<h2>Critical path</h2>\n<p id=\"critical-summary\">From the end of the dispatch "
+          "that finished last, back through the task running at each moment and, where it "
+          "waited, across to the rank whose notify released it: "
+       << ms3(static_cast<double>(total) / 1e6) << " ms, of which tasks "
+       << share(by_kind[CriticalStep::Kind::kTask]) << "%, between a peer's notify and the wait's return "
+       << share(by_kind[CriticalStep::Kind::kWaitRelease]) << "%, no task running "
+       << share(by_kind[CriticalStep::Kind::kIdle]) << "%, between dispatches "
+       << share(by_kind[CriticalStep::Kind::kBetweenDispatches]) << "%.</p>\n"
+       << "<table id=\"critical\">\n<tr><th>from (ms)</th><th>rank</th><th>dispatch</th>"
+          "<th class=\"l\">step</th><th>ms</th><th>share</th></tr>\n";
+  for (const CriticalStep& s : path)
+    html << "<tr><td>" << ms3(static_cast<double>(s.start_ns - origin) / 1e6) << "</td><td>"
+         << s.rank << "</td><td>d" << s.dispatch << "</td><td class=\"l\">" << escape(s.what)
+         << "</td><td>" << ms3(static_cast<double>(s.ns()) / 1e6) << "</td><td>" << share(s.ns())
+         << "%</td></tr>\n";
   html << "</table>\n";
   return html.str();
 }
@@ -358,7 +392,7 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
     }
   }
   html << "</table>\n";
-  if (timeline) html << top_waits_html(*timeline);
+  if (timeline) html << critical_path_html(*timeline) << top_waits_html(*timeline);
   if (!records.empty())
     html << "<p>The full timeline, with dependency arrows and counters: "
             "<code>dfx_outputs/timeline.json</code> (open it in Perfetto or chrome://tracing; "

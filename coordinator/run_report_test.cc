@@ -128,6 +128,11 @@ TEST(RunReportTest, WaitsAreRedBarsLinkedToTheNotifyThatReleasedThem) {
   // The rank's waiting time, and the wait in the top-waits table with its releaser.
   EXPECT_NE(row(html, "rank-0").find("<td>0.003</td><td>3</td>"), std::string::npos)
       << row(html, "rank-0");
+  // The critical path crosses from rank 0's wait to rank 1's notify.
+  const size_t critical = html.find("<table id=\"critical\">");
+  ASSERT_NE(critical, std::string::npos);
+  EXPECT_NE(html.find("wait 'signal'[1] ge 1 released by rank 1's notify", critical),
+            std::string::npos);
   const size_t table = html.find("<table id=\"waits\">");
   ASSERT_NE(table, std::string::npos);
   EXPECT_NE(html.find("<td>0.003</td><td class=\"l\">rank 1, d0 task 0: notify 'signal'[1] of "
