@@ -490,20 +490,23 @@ TEST(PyptoRank, CoordinatorOfAnotherVersionIsNamed) {
   FakeCoordinator coord;
   AgentJob job(coord.endpoint(), dir);
   for (auto& [rank, hello] : coord.expect_all(MessageType::kHello)) {
-    // A REFUSE from a coordinator that speaks version 3: bytes 4..7 of frame 0.
-    auto frames = wire::encode_routed(coord.identity(rank), wire::Refuse{"other version", 3, 2});
-    static_cast<uint8_t*>(frames[1].data())[4] = 3;
+    // A REFUSE from a coordinator of the next version: bytes 4..7 of frame 0.
+    auto frames = wire::encode_routed(
+        coord.identity(rank),
+        wire::Refuse{"other version", wire::kProtocolVersion + 1, wire::kProtocolVersion});
+    static_cast<uint8_t*>(frames[1].data())[4] = wire::kProtocolVersion + 1;
     zmq::send_multipart(coord.channel().socket(), frames);
   }
   const SubprocessResult result = job.wait();
   EXPECT_EQ(result.exit_code, 3) << result.describe() << "\n" << result.output;
   // Whichever rank reports first (mpirun may stop the other one).
-  EXPECT_NE(result.output.find("the coordinator speaks control protocol 3, this agent (rank "),
+  EXPECT_NE(result.output.find("the coordinator speaks control protocol " +
+                                std::to_string(wire::kProtocolVersion + 1) + ", this agent (rank "),
             std::string::npos)
       << result.output;
-  EXPECT_NE(
-      result.output.find(") speaks 2; use pypto-rank and pypto-coord from the same installation"),
-      std::string::npos)
+  EXPECT_NE(result.output.find(") speaks " + std::to_string(wire::kProtocolVersion) +
+                               "; use pypto-rank and pypto-coord from the same installation"),
+            std::string::npos)
       << result.output;
 }
 
@@ -525,7 +528,9 @@ TEST(PyptoRank, BadFlagIsAUsageErrorAndVersionNamesTheProtocol) {
   EXPECT_NE(bad.output.find("--bogus"), std::string::npos) << bad.output;
   SubprocessResult version = run_subprocess({PYPTO_RANK_BIN, "--version"});
   EXPECT_EQ(version.exit_code, 0) << version.output;
-  EXPECT_NE(version.output.find("control protocol 2"), std::string::npos) << version.output;
+  EXPECT_NE(version.output.find("control protocol " + std::to_string(wire::kProtocolVersion)),
+            std::string::npos)
+      << version.output;
 }
 
 TEST(AgentOptions, DefaultsSitBesideTheBlobStore) {
