@@ -117,8 +117,26 @@ void compile_binary(const fs::path& compiler, const fs::path& include_dir, const
   const std::vector<std::string> command =
       kernel_compile_command(compiler, include_dir, source, tmp);
   log::debug("compiling {}: {}", display, format_command(command));
+  // The compiler's own temporaries (cc1plus's .s, collect2's files) go to a
+  // directory of ours, removed whatever happens: a compiler killed at its
+  // deadline would otherwise leave them in /tmp.
+  struct CompilerTemp {
+    fs::path dir;
+    ~CompilerTemp() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } compiler_temp{fs::path(tmp.string() + ".tmpdir")};
+  {
+    std::error_code ec;
+    fs::create_directories(compiler_temp.dir, ec);
+    if (ec)
+      throw InfraError("cannot create " + compiler_temp.dir.string() +
+                       " for the compiler's temporary files: " + ec.message());
+  }
   SubprocessOptions options;
   options.timeout = kCompileTimeout;
+  options.extra_env = {"TMPDIR=" + compiler_temp.dir.string()};
   SubprocessResult result;
   try {
     result = run_subprocess(command, options);

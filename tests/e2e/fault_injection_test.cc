@@ -224,7 +224,13 @@ TEST(FaultInjectionTest, ABlockedCompileEndsAtThePrepareTimeoutNamingRankAndSour
       source = kernel.path().filename().string();
     }
   const std::string tag = "fi_prepare_timeout";
-  Background run = start_run(dir, tag, {"--prepare-timeout", "3"});
+  // The run's TMPDIR, which the killed compiler must not leave its temporaries in.
+  const fs::path tmpdir = scratch_dir("fi_prepare_timeout_tmp");
+  std::vector<std::string> env = l3_env(tag);
+  env.push_back("TMPDIR=" + tmpdir.string());
+  Background run = start_background({kCoordBin.string(), "run", dir.string(), "--log-level",
+                                     "debug", "--prepare-timeout", "3"},
+                                    env, tag);
   ASSERT_TRUE(wait_for_text(run.err, "sent rank 1 the", seconds(30))) << run.stderr_text();
   const auto sent_at = Clock::now();
   const Outcome o = finish(run, sent_at, seconds(15));
@@ -241,6 +247,11 @@ TEST(FaultInjectionTest, ABlockedCompileEndsAtThePrepareTimeoutNamingRankAndSour
   EXPECT_GT(budget, 1.0) << o.err;
   EXPECT_LE(budget, 3.05) << o.err;
   expect_nothing_left(tag, o.err, "prepare timeout");
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(tmpdir)) left.push_back(entry.path().string());
+  EXPECT_TRUE(left.empty()) << "the killed compile left " << left.size() << " file(s), e.g. "
+                            << (left.empty() ? "" : left[0]);
+  fs::remove_all(tmpdir);
 }
 
 // The slow fixture's kernels sleep 20 s: a fault lands inside the dispatch.
