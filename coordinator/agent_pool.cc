@@ -84,7 +84,8 @@ AgentPool::AgentPool(zmq::context_t& context, AgentPoolOptions options)
       keys_(wire::RunKeys::generate()),
       authenticator_(std::make_unique<wire::CurveAuthenticator>(context, keys_.client.public_key)),
       channel_(wire::Channel::bind(context, options_.bind, control_options(keys_))),
-      hostname_(host_name()) {
+      hostname_(host_name()),
+      boot_id_(kernel_boot_id()) {
   if (options_.world < 1) throw UsageError("the world size must be at least 1");
   authenticator_->monitor(channel_.socket());
   if (is_wildcard_endpoint(options_.bind) || is_wildcard_endpoint(endpoint()))
@@ -244,7 +245,7 @@ void AgentPool::handle_hello(wire::Decoded& decoded) {
   agent.pid = hello.pid;
   agent.mpi_thread_level = hello.mpi_thread_level;
   agent.held_hashes = hello.held_hashes;
-  agent.same_kernel = !hello.boot_id.empty() && hello.boot_id == kernel_boot_id();
+  agent.same_kernel = !hello.boot_id.empty() && hello.boot_id == boot_id_;
   agent.local = hello.host == hostname_;
   if (agent.local) agent.pidfd = open_agent_pidfd(hello.pid);
   agent.last_heard = Clock::now();

@@ -192,6 +192,7 @@ class AgentPool {
   std::function<std::optional<launch::RankEnded>()> job_notice_;
   int job_pidfd_ = -1;
   std::string hostname_;
+  std::string boot_id_;  // this kernel's (common/boot_id.h): agents reporting it share our clock
 };
 
 }  // namespace pypto::coord

@@ -29,7 +29,8 @@ std::string task_name(const TimelineTask& t) {
 
 }  // namespace
 
-std::vector<CriticalStep> critical_path(const RunTimeline& run) {
+std::vector<CriticalStep> critical_path(const RunTimeline& run,
+                                        const std::map<CommOpRef, CommOpRef>& releases) {
   std::vector<CriticalStep> steps;
   std::optional<size_t> current;
   for (size_t i = 0; i < run.dispatches.size(); ++i)
@@ -37,11 +38,6 @@ std::vector<CriticalStep> critical_path(const RunTimeline& run) {
         (!current || run.dispatches[i].end_ns > run.dispatches[*current].end_ns))
       current = i;
   if (!current) return steps;
-
-  // The notify that released each wait, by (dispatch, op).
-  std::map<std::pair<size_t, size_t>, std::pair<size_t, size_t>> releaser;
-  for (const TimelineCommFlow& f : run.comm_flows())
-    releaser[{f.wait_dispatch, f.wait_op}] = {f.notify_dispatch, f.notify_op};
 
   size_t d = *current;
   int64_t t = run.dispatches[d].end_ns;
@@ -77,14 +73,14 @@ std::vector<CriticalStep> critical_path(const RunTimeline& run) {
                 "no task running (scheduling)", task_end, t});
     t = task_end;
     // The last wait of this task that returned by t because a notify came while it waited.
-    std::optional<std::pair<size_t, size_t>> blocked_on;
+    std::optional<CommOpRef> blocked_on;
     const TimelineCommOp* wait = nullptr;
     for (size_t i = 0; i < disp.comm_ops.size(); ++i) {
       const TimelineCommOp& op = disp.comm_ops[i];
       if (op.kind != "wait" || op.task_id != task->task_id || op.end_ns > t) continue;
-      auto it = releaser.find({d, i});
-      if (it == releaser.end()) continue;
-      const TimelineCommOp& n = run.dispatches[it->second.first].comm_ops[it->second.second];
+      auto it = releases.find({d, i});
+      if (it == releases.end()) continue;
+      const TimelineCommOp& n = run.comm_op(it->second);
       if (n.start_ns <= op.start_ns) continue;  // already there when the wait began
       if (!wait || op.end_ns > wait->end_ns) {
         wait = &op;
@@ -100,7 +96,7 @@ std::vector<CriticalStep> critical_path(const RunTimeline& run) {
     add(steps, {CriticalStep::Kind::kTask, disp.rank, disp.index, task_name(*task), wait->end_ns,
                 t});
     const TimelineDispatch& nd = run.dispatches[blocked_on->first];
-    const TimelineCommOp& n = nd.comm_ops[blocked_on->second];
+    const TimelineCommOp& n = run.comm_op(*blocked_on);
     add(steps, {CriticalStep::Kind::kWaitRelease, disp.rank, disp.index,
                 wait->label() + " released by rank " + std::to_string(nd.rank) + "'s notify",
                 n.start_ns, wait->end_ns});

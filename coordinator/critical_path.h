@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ struct CriticalStep {
   int64_t ns() const { return end_ns - start_ns; }
 };
 
-// In time order; empty when the run has no swimlane records.
-std::vector<CriticalStep> critical_path(const RunTimeline& run);
+// In time order; empty when the run has no swimlane records. `releases` is
+// run.comm_releases().
+std::vector<CriticalStep> critical_path(const RunTimeline& run,
+                                        const std::map<CommOpRef, CommOpRef>& releases);
 
 }  // namespace pypto::coord

@@ -5,6 +5,10 @@
 namespace pypto::coord {
 namespace {
 
+std::vector<CriticalStep> critical_path_of(const RunTimeline& run) {
+  return critical_path(run, run.comm_releases());
+}
+
 TimelineTask task(int64_t id, const char* kernel, int64_t start, int64_t end) {
   TimelineTask t;
   t.task_id = id;
@@ -56,7 +60,7 @@ RunTimeline waiting_run() {
 }
 
 TEST(CriticalPathTest, CrossesToTheRankWhoseNotifyReleasedTheWait) {
-  const std::vector<CriticalStep> path = critical_path(waiting_run());
+  const std::vector<CriticalStep> path = critical_path_of(waiting_run());
   ASSERT_EQ(path.size(), 5u);
   EXPECT_EQ(path[0].rank, 1);
   EXPECT_EQ(path[0].kind, CriticalStep::Kind::kIdle);  // rank 1's dispatch before its task
@@ -80,7 +84,7 @@ TEST(CriticalPathTest, CrossesToTheRankWhoseNotifyReleasedTheWait) {
 TEST(CriticalPathTest, AWaitThatDidNotBlockIsNotACrossing) {
   RunTimeline run = waiting_run();
   run.dispatches[1].comm_ops[0].start_ns = 15;  // notified before the wait began
-  const std::vector<CriticalStep> path = critical_path(run);
+  const std::vector<CriticalStep> path = critical_path_of(run);
   for (const CriticalStep& s : path) EXPECT_EQ(s.rank, 0) << s.what;
 }
 
@@ -92,7 +96,7 @@ TEST(CriticalPathTest, FollowsTheRanksEarlierDispatchAcrossTheGap) {
   d1.index = 1;
   d1.tasks = {task(0, "second", 50, 90)};
   run.dispatches = {d0, d1};
-  const std::vector<CriticalStep> path = critical_path(run);
+  const std::vector<CriticalStep> path = critical_path_of(run);
   ASSERT_EQ(path.size(), 3u);
   EXPECT_EQ(path[0].what, "first (task 0)");
   EXPECT_EQ(path[1].kind, CriticalStep::Kind::kBetweenDispatches);
@@ -100,7 +104,7 @@ TEST(CriticalPathTest, FollowsTheRanksEarlierDispatchAcrossTheGap) {
   EXPECT_EQ(path[2].what, "second (task 0)");
 }
 
-TEST(CriticalPathTest, NoRecordsNoPath) { EXPECT_TRUE(critical_path(RunTimeline{}).empty()); }
+TEST(CriticalPathTest, NoRecordsNoPath) { EXPECT_TRUE(critical_path_of(RunTimeline{}).empty()); }
 
 }  // namespace
 }  // namespace pypto::coord

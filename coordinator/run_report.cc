@@ -131,7 +131,8 @@ std::string count_cell(const Json& rank, const char* key) {
 }
 
 // The longest waits of the run and who released each (docs/dfx.md "The run report").
-std::string top_waits_html(const RunTimeline& timeline) {
+std::string top_waits_html(const RunTimeline& timeline,
+                           const std::map<CommOpRef, CommOpRef>& releases) {
   struct Entry {
     size_t dispatch, op;
   };
@@ -140,9 +141,6 @@ std::string top_waits_html(const RunTimeline& timeline) {
     for (size_t i = 0; i < timeline.dispatches[d].comm_ops.size(); ++i)
       if (timeline.dispatches[d].comm_ops[i].is_wait()) waits.push_back({d, i});
   if (waits.empty()) return "";
-  std::map<std::pair<size_t, size_t>, const TimelineCommFlow*> released_by;
-  const std::vector<TimelineCommFlow> flows = timeline.comm_flows();
-  for (const TimelineCommFlow& f : flows) released_by[{f.wait_dispatch, f.wait_op}] = &f;
   const auto blocked = [&](const Entry& e) {
     const TimelineCommOp& op = timeline.dispatches[e.dispatch].comm_ops[e.op];
     return op.end_ns - op.start_ns;
@@ -159,9 +157,9 @@ std::string top_waits_html(const RunTimeline& timeline) {
     const TimelineDispatch& d = timeline.dispatches[waits[i].dispatch];
     const TimelineCommOp& op = d.comm_ops[waits[i].op];
     std::string by = op.kind == "barrier" ? "every rank" : "&mdash;";
-    if (auto it = released_by.find({waits[i].dispatch, waits[i].op}); it != released_by.end()) {
-      const TimelineDispatch& nd = timeline.dispatches[it->second->notify_dispatch];
-      const TimelineCommOp& n = nd.comm_ops[it->second->notify_op];
+    if (auto it = releases.find({waits[i].dispatch, waits[i].op}); it != releases.end()) {
+      const TimelineDispatch& nd = timeline.dispatches[it->second.first];
+      const TimelineCommOp& n = timeline.comm_op(it->second);
       by = "rank " + std::to_string(nd.rank) + ", d" + std::to_string(nd.index) + " task " +
            std::to_string(n.task_id) + ": " + escape(n.label());
     }
@@ -175,8 +173,9 @@ std::string top_waits_html(const RunTimeline& timeline) {
 }
 
 // The chain that bounded the run's wall time (coordinator/critical_path.h).
-std::string critical_path_html(const RunTimeline& timeline) {
-  const std::vector<CriticalStep> path = critical_path(timeline);
+std::string critical_path_html(const RunTimeline& timeline,
+                               const std::map<CommOpRef, CommOpRef>& releases) {
+  const std::vector<CriticalStep> path = critical_path(timeline, releases);
   if (path.empty()) return "";
   const int64_t origin = timeline.origin_ns();
   const int64_t total = path.back().end_ns - path.front().start_ns;
@@ -216,6 +215,9 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
 
   // Per-dispatch records of the timeline, by (rank, k).
   std::map<std::pair<int, int64_t>, const TimelineDispatch*> records;
+  // Which notify released each wait: drawn, and read by the critical path and top waits.
+  const std::map<CommOpRef, CommOpRef> releases =
+      timeline ? timeline->comm_releases() : std::map<CommOpRef, CommOpRef>{};
   if (timeline)
     for (const TimelineDispatch& d : timeline->dispatches)
       if (d.level > 0) records[{d.rank, d.index}] = &d;
@@ -263,11 +265,11 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
                           op.label() + " (task " + std::to_string(op.task_id) + "): blocked " +
                               ms3(static_cast<double>(op.end_ns - op.start_ns) / 1e6) + " ms"});
     }
-    for (const TimelineCommFlow& f : timeline->comm_flows()) {
-      const TimelineDispatch& nd = timeline->dispatches[f.notify_dispatch];
-      const TimelineDispatch& wd = timeline->dispatches[f.wait_dispatch];
-      const TimelineCommOp& n = nd.comm_ops[f.notify_op];
-      const TimelineCommOp& w = wd.comm_ops[f.wait_op];
+    for (const auto& [wait_ref, notify_ref] : releases) {
+      const TimelineDispatch& nd = timeline->dispatches[notify_ref.first];
+      const TimelineDispatch& wd = timeline->dispatches[wait_ref.first];
+      const TimelineCommOp& n = timeline->comm_op(notify_ref);
+      const TimelineCommOp& w = timeline->comm_op(wait_ref);
       if (!core_lane[nd.rank].count(n.core_id) || !core_lane[wd.rank].count(w.core_id)) continue;
       links.push_back({nd.rank, core_lane[nd.rank][n.core_id], n.start_ns - origin, wd.rank,
                        core_lane[wd.rank][w.core_id], w.end_ns - origin,
@@ -392,7 +394,8 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
     }
   }
   html << "</table>\n";
-  if (timeline) html << critical_path_html(*timeline) << top_waits_html(*timeline);
+  if (timeline)
+    html << critical_path_html(*timeline, releases) << top_waits_html(*timeline, releases);
   if (!records.empty())
     html << "<p>The full timeline, with dependency arrows and counters: "
             "<code>dfx_outputs/timeline.json</code> (open it in Perfetto or chrome://tracing; "

@@ -284,35 +284,31 @@ std::string TimelineCommOp::label() const {
          std::to_string(peer);
 }
 
-std::vector<TimelineCommFlow> RunTimeline::comm_flows() const {
+std::map<CommOpRef, CommOpRef> RunTimeline::comm_releases() const {
   // Notifies by (target rank, window, offset), to find each wait's releaser.
-  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<std::pair<size_t, size_t>>> notifies;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<CommOpRef>> notifies;
   for (size_t d = 0; d < dispatches.size(); ++d)
     for (size_t i = 0; i < dispatches[d].comm_ops.size(); ++i) {
       const TimelineCommOp& op = dispatches[d].comm_ops[i];
       if (op.kind == "notify" && op.ok)
         notifies[{op.peer, op.window_id, op.offset}].emplace_back(d, i);
     }
-  std::vector<TimelineCommFlow> flows;
+  std::map<CommOpRef, CommOpRef> releases;
   for (size_t d = 0; d < dispatches.size(); ++d)
     for (size_t i = 0; i < dispatches[d].comm_ops.size(); ++i) {
       const TimelineCommOp& wait = dispatches[d].comm_ops[i];
       if (wait.kind != "wait" || !wait.ok) continue;
       auto it = notifies.find({dispatches[d].rank, wait.window_id, wait.offset});
       if (it == notifies.end()) continue;
-      std::optional<std::pair<size_t, size_t>> best;
-      int64_t best_start = 0;
-      for (const auto& [nd, ni] : it->second) {
-        const TimelineCommOp& n = dispatches[nd].comm_ops[ni];
+      std::optional<CommOpRef> best;
+      for (const CommOpRef& ref : it->second) {
+        const TimelineCommOp& n = comm_op(ref);
         if (n.window != wait.window || n.start_ns > wait.end_ns) continue;
-        if (!best || n.start_ns > best_start) {
-          best = std::make_pair(nd, ni);
-          best_start = n.start_ns;
-        }
+        if (!best || n.start_ns > comm_op(*best).start_ns) best = ref;
       }
-      if (best) flows.push_back({best->first, best->second, d, i});
+      if (best) releases.emplace(CommOpRef{d, i}, *best);
     }
-  return flows;
+  return releases;
 }
 
 int64_t TimelineDispatch::wait_ns() const {
@@ -518,11 +514,11 @@ Json timeline_json(const RunTimeline& run) {
 
   // notify -> the wait on the peer it released: the arrow leaves the middle of
   // the notify and ends where the wait returned (inside its slice).
-  for (const TimelineCommFlow& f : run.comm_flows()) {
-    const TimelineDispatch& nd = run.dispatches[f.notify_dispatch];
-    const TimelineDispatch& wd = run.dispatches[f.wait_dispatch];
-    const TimelineCommOp& n = nd.comm_ops[f.notify_op];
-    const TimelineCommOp& w = wd.comm_ops[f.wait_op];
+  for (const auto& [wait_ref, notify_ref] : run.comm_releases()) {
+    const TimelineDispatch& nd = run.dispatches[notify_ref.first];
+    const TimelineDispatch& wd = run.dispatches[wait_ref.first];
+    const TimelineCommOp& n = run.comm_op(notify_ref);
+    const TimelineCommOp& w = run.comm_op(wait_ref);
     const int64_t id = ++flow_id;
     const int64_t wait_ts = w.end_ns - w.start_ns >= 2 ? w.end_ns - 1 : w.start_ns;
     events.push_back({{"name", "notify -> wait"}, {"cat", "comm"}, {"ph", "s"}, {"id", id},

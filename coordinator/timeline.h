@@ -102,12 +102,9 @@ struct TimelineDispatch {
   int64_t wait_ns() const;    // summed time its kernels were blocked in wait or barrier
 };
 
-// A notify and the wait on its peer that it released: indices into
-// RunTimeline::dispatches and their comm_ops.
-struct TimelineCommFlow {
-  size_t notify_dispatch = 0, notify_op = 0;
-  size_t wait_dispatch = 0, wait_op = 0;
-};
+// One comm call of a run: its dispatch's index in RunTimeline::dispatches and
+// its index in that dispatch's comm_ops.
+using CommOpRef = std::pair<size_t, size_t>;
 
 struct RunTimeline {
   fs::path dfx_root;
@@ -116,10 +113,13 @@ struct RunTimeline {
   bool has_swimlane() const;
   // The earliest dispatch begin on the coordinator's clock: time 0 of timeline.json.
   int64_t origin_ns() const;
+  const TimelineCommOp& comm_op(CommOpRef ref) const {
+    return dispatches[ref.first].comm_ops[ref.second];
+  }
   // For every wait that some rank's notify released — the latest notify of the
   // same window and cell of the waiting rank that started before the wait
-  // ended — the pair.
-  std::vector<TimelineCommFlow> comm_flows() const;
+  // ended — that notify, by wait.
+  std::map<CommOpRef, CommOpRef> comm_releases() const;
 };
 
 // Reads `dfx_root` (a build's dfx_outputs/): the L3 layout rank<r>/d<k>/, or an

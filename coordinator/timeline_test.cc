@@ -149,7 +149,7 @@ TEST_F(TimelineTest, WaitsAreSlicesAndEachNotifyPointsAtTheWaitItReleased) {
               {"start_ns", 1'002'600}, {"end_ns", 1'002'700}, {"ok", true}}}}}
           .dump());
   const RunTimeline run = read_run_timeline(root_);
-  ASSERT_EQ(run.comm_flows().size(), 1u);
+  ASSERT_EQ(run.comm_releases().size(), 1u);
   const Json trace = timeline_json(run);
 
   const std::vector<Json> waits = events(trace, "X", "wait 'signal'[1] ge 2");
