@@ -22,16 +22,6 @@ ProgressLine ProgressLine::on_stderr(std::string what) {
 ProgressLine::ProgressLine(std::string what, int fd, bool enabled)
     : what_(std::move(what)), fd_(fd), enabled_(enabled) {}
 
-ProgressLine::ProgressLine(ProgressLine&& other) noexcept
-    : what_(std::move(other.what_)),
-      fd_(other.fd_),
-      enabled_(other.enabled_),
-      shown_(other.shown_),
-      last_draw_(other.last_draw_) {
-  other.enabled_ = false;
-  other.shown_ = false;
-}
-
 ProgressLine::~ProgressLine() { clear(); }
 
 void ProgressLine::write(const std::string& text) {

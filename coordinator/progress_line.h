@@ -18,7 +18,6 @@ class ProgressLine {
   ~ProgressLine();  // erases the line
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
-  ProgressLine(ProgressLine&& other) noexcept;
 
   // "<what>: <step> <done>/<total>[, last <ms> ms]"; drawn when 100 ms have
   // passed since the last drawing, or when done == total.
