@@ -4,25 +4,10 @@
 
 #include "pypto/dtype.h"
 #include "pypto/kernel_abi.h"
+#include "rank_agent/atomics.h"
 #include "rank_agent/window_set.h"
 
 namespace pypto::rank {
-
-namespace {
-
-const char* cmp_name(int32_t cmp) {
-  switch (cmp) {
-    case PYPTO_CMP_EQ: return "eq";
-    case PYPTO_CMP_NE: return "ne";
-    case PYPTO_CMP_GT: return "gt";
-    case PYPTO_CMP_GE: return "ge";
-    case PYPTO_CMP_LT: return "lt";
-    case PYPTO_CMP_LE: return "le";
-  }
-  return "?";
-}
-
-}  // namespace
 
 const char* comm_op_kind_name(CommOpKind kind) {
   switch (kind) {
@@ -77,7 +62,8 @@ Json comm_ops_json(const CommLog& log, const WindowSet& windows, int rank) {
       e["op"] = op.mode == PYPTO_STORE_ADD ? "add" : "set";
     } else if (op.kind == CommOpKind::kWait) {
       e["value"] = op.value;
-      e["cmp"] = cmp_name(op.mode);
+      const char* cmp = cmp_name(op.mode);
+      e["cmp"] = cmp ? cmp : "?";
     }
     list.push_back(std::move(e));
   }
