@@ -619,16 +619,22 @@ void AgentPool::fail_lost(const std::string& trigger, bool launcher_killed) {
     if (!stopped.empty()) message += " (rank(s) " + stopped + " were stopped by a signal)";
     throw InfraError(message);
   }
-  // mpirun has usually ended by now; its exit code tells the signal of a killed rank.
+  // mpirun has usually ended by now; its exit code tells the signal of a killed rank,
+  // and its notice how the first rank that ended did (an exit status too).
   int rank_signal = 0;
   if (job_poll_ && culprits.size() == 1)
     if (auto ended = job_poll_()) rank_signal = rank_signal_of(*ended);
+  std::optional<launch::RankEnded> notice = job_notice_ ? job_notice_() : std::nullopt;
   bool during_dispatch = false;
   std::string message = lost_hosts(culprits);
   for (int rank : culprits) {
     const AgentInfo& agent = this->agent(rank);
     if (!message.empty()) message += "; ";
-    if (agent.local && rank_signal != 0)
+    if (notice && notice->rank == rank && notice->signal == 0 && notice->exit_code >= 0)
+      message += describe(rank) + " exited with status " + std::to_string(notice->exit_code) +
+                 (notice->improper ? " without finishing MPI" : "") +
+                 " and without reporting an error";
+    else if (agent.local && rank_signal != 0)
       message += describe(rank) + " was killed by " + signal_text(rank_signal) +
                  " without reporting an error";
     else
@@ -664,6 +670,56 @@ std::string AgentPool::lost_hosts(const std::vector<int>& ranks) const {
             rank_list(on_host) + ") was lost: every rank on it fell silent";
   }
   return text;
+}
+
+std::vector<AgentPool::GatheredState> AgentPool::gather_states(Clock::time_point deadline) {
+  std::vector<GatheredState> states(agents_.size());
+  size_t asked = 0;
+  try {
+    note_gone_processes();
+  } catch (const std::exception&) {
+  }
+  for (AgentInfo& agent : agents_) {
+    GatheredState& entry = states[static_cast<size_t>(agent.rank)];
+    entry.gone = agent.process_gone;
+    if (agent.identity.empty() || agent.process_gone) continue;
+    try {
+      send(agent.rank, wire::StateQuery{});
+      ++asked;
+    } catch (const std::exception&) {
+      // Gone meanwhile: it has no state to give.
+    }
+  }
+  size_t answered = 0;
+  while (answered < asked && Clock::now() < deadline) {
+    try {
+      while (auto decoded = channel_.receive(milliseconds(0))) {
+        const int rank = rank_of(decoded->identity);
+        if (rank < 0) continue;
+        agents_[static_cast<size_t>(rank)].last_heard = Clock::now();
+        if (auto* state = std::get_if<wire::RankState>(&decoded->message)) {
+          GatheredState& entry = states[static_cast<size_t>(rank)];
+          if (!entry.state) ++answered;
+          entry.state = std::move(*state);
+        }
+      }
+      note_gone_processes();
+    } catch (const std::exception& e) {
+      // A garbled message or a lost peer: the others' states still count.
+      log::debug("while gathering the ranks' states: {}", e.what());
+    }
+    size_t pending = 0;
+    for (const AgentInfo& agent : agents_)
+      pending += !agent.identity.empty() && !agent.process_gone &&
+                 !states[static_cast<size_t>(agent.rank)].state;
+    if (pending == 0) break;
+    // The ROUTER only: a job that has ended keeps its pidfd readable, which would spin.
+    zmq_pollitem_t item{channel_.socket().handle(), 0, ZMQ_POLLIN, 0};
+    const auto left = duration_cast<milliseconds>(deadline - Clock::now()).count();
+    zmq_poll(&item, 1, std::clamp<long>(left + 1, 1, 100));
+  }
+  for (const AgentInfo& agent : agents_) states[static_cast<size_t>(agent.rank)].gone = agent.process_gone;
+  return states;
 }
 
 void AgentPool::abort_all(const std::string& reason) {

@@ -141,6 +141,15 @@ class AgentPool {
   // InfraError otherwise.
   std::optional<Incoming> next(Clock::time_point deadline);
 
+  // After a failure, before abort_all: asks every live agent what it is doing
+  // (STATE_QUERY) and collects the RANK_STATEs that arrive by `deadline`; other
+  // messages are dropped. Never throws. Indexed by rank.
+  struct GatheredState {
+    std::optional<wire::RankState> state;
+    bool gone = false;  // its process is known to have ended
+  };
+  std::vector<GatheredState> gather_states(Clock::time_point deadline);
+
   // Best effort, never throws: ABORT to every agent whose process is not known gone.
   void abort_all(const std::string& reason);
   // SHUTDOWN to every agent; never throws.

@@ -179,6 +179,7 @@ DispatchSettings resolve_dispatch_flags(const DispatchFlags& f) {
 
   DistributedWorkerOptions& agents = s.agents;
   agents.agents = f.agents == "external" ? AgentMode::kExternal : AgentMode::kEmbedded;
+  agents.progress = true;  // on a terminal only
   if (agents.agents == AgentMode::kExternal && !f.bind)
     throw UsageError("--agents external needs --bind tcp://ADDR:PORT, the address the agents "
                      "connect to (mpirun -n <world> pypto-rank --coord tcp://HOST:PORT)");

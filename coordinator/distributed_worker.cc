@@ -24,10 +24,13 @@
 #include "common/wire/tensor_frame.h"
 #include "coordinator/agent_pool.h"
 #include "coordinator/interrupt.h"
+#include "coordinator/progress_line.h"
+#include "coordinator/stall_diagnosis.h"
 #include "launch/hostfile.h"
 #include "launch/job.h"
 #include "launch/job_scratch.h"
 #include "launch/mpirun_command.h"
+#include "launch/mpirun_notice.h"
 #include "launch/reachable_address.h"
 #include "pypto/chip_worker.h"
 #include "pypto/error.h"
@@ -68,6 +71,9 @@ constexpr milliseconds kSelfStopGrace{std::chrono::seconds(3)};
 // Clock probes at startup: a few round trips, bounded so a slow host delays little.
 constexpr int kClockRounds = 5;
 constexpr milliseconds kClockProbeTime{std::chrono::seconds(3)};
+// After a failure: how long the ranks have to say what they are doing. They
+// answer from their control threads at once; a rank that does not is gone or stuck.
+constexpr milliseconds kStateGatherTime{1500};
 
 // Tells the workers apart, so a resident tensor of another worker is refused.
 std::atomic<uint64_t> next_worker_serial{1};
@@ -245,6 +251,8 @@ struct DistributedWorker::Impl {
   uint64_t serial = next_worker_serial++;
   uint64_t next_resident_id = 1;
   std::exception_ptr failure;
+  // Set by fail() before it aborts the agents; read by the stderr relay's thread.
+  std::shared_ptr<std::atomic<bool>> aborted = std::make_shared<std::atomic<bool>>(false);
   bool closed = false;
   // Every use of the pool and the queues holds `mu`: the caller's thread in
   // submit/wait/close, and the keepalive thread, which between calls answers
@@ -281,10 +289,9 @@ std::unique_ptr<DistributedWorker> DistributedWorker::prepare(
   std::unique_ptr<DistributedWorker> worker(new DistributedWorker());
   try {
     worker->start_agents(options, program.world_size());
-    worker->prepare_builds(programs, options.prepare_timeout);
+    worker->prepare_builds(programs, options.prepare_timeout, options.progress);
   } catch (const std::exception& e) {
-    worker->fail(e);
-    throw;
+    std::rethrow_exception(worker->fail(e));
   }
   worker->start_keepalive(options.heartbeat_interval);
   return worker;
@@ -300,7 +307,7 @@ void DistributedWorker::start_keepalive(milliseconds interval) {
         while (pump(Clock::now())) {
         }
       } catch (const std::exception& e) {
-        fail(e);  // every later call rethrows it
+        (void)fail(e);  // every later call rethrows it
       }
     }
   });
@@ -389,6 +396,11 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
     // its HELLO, which its exit code cannot (launch/mpirun_notice.h).
     auto notices = std::make_shared<launch::MpirunNotices>();
     job_options.on_stderr_line = [notices](std::string_view line) { notices->add_line(line); };
+    // Once fail() has aborted the job and reported why, mpirun's banner about the
+    // ranks that then exited nonzero is a second, vaguer copy of that error.
+    job_options.drop_stderr_block = [aborted = impl_->aborted](std::string_view block) {
+      return aborted->load() && launch::is_nonzero_exit_banner(block);
+    };
     impl_->job.emplace(launch::Job::start(command.argv, job_options));
     launch::Job* job = &*impl_->job;
     impl_->pool->watch_job(
@@ -428,7 +440,8 @@ void DistributedWorker::start_agents(const DistributedWorkerOptions& options, in
 }
 
 void DistributedWorker::prepare_builds(
-    const std::vector<const DistributedCompiledProgram*>& programs, milliseconds timeout) {
+    const std::vector<const DistributedCompiledProgram*>& programs, milliseconds timeout,
+    bool progress) {
   const auto start = Clock::now();
   // Embedded agents stop at `timeout` themselves and name the source they were
   // compiling; this later deadline catches an agent that cannot even say so.
@@ -468,7 +481,12 @@ void DistributedWorker::prepare_builds(
     }
 
     int ready = 0;
+    int shipped_ranks = 0;
     std::vector<uint64_t> blobs_request(static_cast<size_t>(world_), 0);
+    // Compiling many kernels or shipping a big build takes a while: say how far it got.
+    coord::ProgressLine line = progress ? coord::ProgressLine::on_stderr(
+                                              "prepare " + program.dir().filename().string())
+                                        : coord::ProgressLine("", -1, false);
     while (ready < world_) {
       auto incoming = pool.next(deadline);
       if (!incoming) {
@@ -506,6 +524,7 @@ void DistributedWorker::prepare_builds(
         log::debug("sent rank {} the {} blob(s) it lacks of {}", r, blobs.hashes.size(),
                    program.dir().string());
         pool.send(r, blobs, std::move(frames), blobs_request[static_cast<size_t>(r)]);
+        line.update("ranks shipped to", ++shipped_ranks, world_);
       } else if (decoded.is<wire::Ready>() &&
                  decoded.envelope.request_id == blobs_request[static_cast<size_t>(r)]) {
         const wire::Ready& answer = decoded.as<wire::Ready>();
@@ -516,7 +535,7 @@ void DistributedWorker::prepare_builds(
         stats.compiles += answer.compiles;
         blobs_request[static_cast<size_t>(r)] = UINT64_MAX;
         pool.set_activity(r, "");
-        ++ready;
+        line.update("ranks ready", ++ready, world_);
       } else {
         throw InfraError("unexpected " + wire::message_type_name(decoded.type()) + " from rank " +
                          std::to_string(r) + " while preparing " + program.dir().string());
@@ -542,11 +561,16 @@ void DistributedWorker::check_alive() const {
   if (impl_->closed) throw UsageError("the distributed worker is closed");
 }
 
-void DistributedWorker::fail(const std::exception& error) {
+std::exception_ptr DistributedWorker::fail(const std::exception& error) {
   // Called from a catch block: keep the first error itself (its class decides the exit
-  // code) for every later call.
-  if (!impl_->failure) impl_->failure = std::current_exception();
+  // code) for every later call; a dispatch that failed or stalled while peers waited
+  // becomes one error that explains every rank (coordinator/stall_diagnosis.h).
+  if (!impl_->failure) {
+    impl_->failure = std::current_exception();
+    if (auto diagnosed = diagnose(error)) impl_->failure = diagnosed;
+  }
   const std::string reason = error.what();
+  impl_->aborted->store(true);
   if (impl_->pool) impl_->pool->abort_all(reason);
   if (impl_->job) {
     // The agents leave on ABORT (or are gone) and mpirun then ends by itself; only one
@@ -563,6 +587,23 @@ void DistributedWorker::fail(const std::exception& error) {
   }
   if (impl_->scratch) impl_->scratch->remove();
   impl_->closed = true;
+  return impl_->failure;
+}
+
+std::exception_ptr DistributedWorker::diagnose(const std::exception& error) {
+  // Only a dispatch that a rank reported failed (a kernel error, a wait past its
+  // deadline) has waits to explain; a rank that died is named by its own message.
+  if (!impl_->pool || !dynamic_cast<const KernelRuntimeError*>(&error)) return nullptr;
+  const RunHandle::State* run = nullptr;
+  for (const auto& state : impl_->in_flight)
+    if (state->program && !state->finished) run = state.get();
+  if (!run) return nullptr;
+  std::vector<coord::RankStateReport> reports;
+  for (auto& gathered : impl_->pool->gather_states(Clock::now() + kStateGatherTime))
+    reports.push_back({std::move(gathered.state), gathered.gone});
+  const auto diagnosis = coord::diagnose_stall(reports, run->program->host_orch().windows);
+  if (!diagnosis) return nullptr;
+  return std::make_exception_ptr(coord::StalledDispatchError(*diagnosis));
 }
 
 namespace {
@@ -715,8 +756,7 @@ RunHandle DistributedWorker::submit_locked(const DistributedCompiledProgram& pro
   try {
     for (int r = 0; r < world_; ++r) feed(r);
   } catch (const std::exception& e) {
-    fail(e);
-    throw;
+    std::rethrow_exception(fail(e));
   }
   RunHandle handle;
   handle.worker_ = this;
@@ -828,8 +868,7 @@ void DistributedWorker::resident_op(const ResidentTensor& tensor, uint8_t op, co
   try {
     for (int r = 0; r < world_; ++r) feed(r);
   } catch (const std::exception& e) {
-    fail(e);
-    throw;
+    std::rethrow_exception(fail(e));
   }
   pump_until_done(*state);
 }
@@ -1039,8 +1078,7 @@ void DistributedWorker::pump_until_done(const RunHandle::State& state) {
   try {
     while (!state.finished) pump(Clock::time_point::max());
   } catch (const std::exception& e) {
-    fail(e);
-    throw;
+    std::rethrow_exception(fail(e));
   }
 }
 

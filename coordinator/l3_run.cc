@@ -15,6 +15,7 @@
 #include "common/wire/protocol.h"
 #include "coordinator/run_outputs.h"
 #include "coordinator/run_report.h"
+#include "coordinator/stall_diagnosis.h"
 #include "coordinator/timeline.h"
 #include "pypto/build_kind.h"
 #include "pypto/error.h"
@@ -88,7 +89,8 @@ void write_dispatch_dirs(const fs::path& dfx_root, const DistributedRunResult& r
 }
 
 void write_report(const DistributedCompiledProgram& program, const L3RunOutcome& outcome,
-                  const std::string& result, const std::string& error) {
+                  const std::string& result, const std::string& error,
+                  const Json* diagnosis = nullptr) {
   Json report;
   report["schema"] = 1;
   report["program"] = program.name();
@@ -97,6 +99,7 @@ void write_report(const DistributedCompiledProgram& program, const L3RunOutcome&
   report["platform"] = program.platform();
   report["result"] = result;
   if (!error.empty()) report["error"] = error;
+  if (diagnosis) report["diagnosis"] = *diagnosis;
   report["launch_ms"] = outcome.prepare.launch_ms;
   report["prepare_ms"] = outcome.prepare.prepare_ms;
   report["run_ms"] = outcome.result.wall_ms;
@@ -235,7 +238,9 @@ L3RunOutcome run_l3_program(const DistributedCompiledProgram& program, const Run
   } catch (const std::exception& e) {
     if (worker) outcome.prepare = worker->prepare_report();
     const bool infra = exit_code_of(e) != ExitCode::kFail;
-    write_report(program, outcome, infra ? "INFRA" : "FAIL", e.what());
+    const auto* stall = dynamic_cast<const StalledDispatchError*>(&e);
+    write_report(program, outcome, infra ? "INFRA" : "FAIL", e.what(),
+                 stall ? &stall->diagnosis() : nullptr);
     throw;
   }
   write_dispatch_dirs(dfx_root, outcome.result, outcome.prepare);

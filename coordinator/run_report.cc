@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "artifact/build_paths.h"
@@ -57,7 +58,35 @@ th{background:#eee}td.l,th.l{text-align:left}
 svg text{font-size:11px;font-family:sans-serif}
 .dispatch{fill:#9db4cc;stroke:#3b5b7d}.axis{stroke:#888}
 .wait{fill:#d62728;opacity:0.75}.comm{stroke:#d62728;stroke-width:1;opacity:0.6}
+tr.culprit td{background:#f8d7da;font-weight:bold}
 )";
+
+// The stall diagnosis (coordinator/stall_diagnosis.h) of a failed run: its
+// summary, and a row per rank, the culprits' rows marked.
+std::string stall_html(const Json& diagnosis) {
+  std::set<int> culprits;
+  for (const Json& c : diagnosis.value("culprits", Json::array())) culprits.insert(c.get<int>());
+  std::ostringstream html;
+  html << "<h2>Why it stalled</h2>\n<p id=\"stall-summary\">"
+       << escape(diagnosis.value("summary", std::string())) << "</p>\n";
+  html << "<table id=\"stall\">\n<tr><th>rank</th><th class=\"l\">state</th><th>waits for</th>"
+          "<th class=\"l\">what it was doing</th></tr>\n";
+  for (const Json& r : diagnosis.value("ranks", Json::array())) {
+    const int rank = r.value("rank", -1);
+    std::string waits_for;
+    for (const Json& p : r.value("waits_for", Json::array()))
+      waits_for += (waits_for.empty() ? "" : ", ") + std::to_string(p.get<int>());
+    // The line without its leading "rank N: ": the first column says it.
+    std::string detail = r.value("detail", std::string());
+    if (const size_t colon = detail.find(": "); detail.rfind("rank ", 0) == 0 && colon != std::string::npos)
+      detail = detail.substr(colon + 2);
+    html << "<tr" << (culprits.count(rank) ? " class=\"culprit\"" : "") << "><td>" << rank
+         << "</td><td class=\"l\">" << escape(r.value("state", std::string())) << "</td><td>"
+         << escape(waits_for) << "</td><td class=\"l\">" << escape(detail) << "</td></tr>\n";
+  }
+  html << "</table>\n";
+  return html.str();
+}
 
 // One bar of the picture, on the time line of the page (ns since its origin).
 struct Bar {
@@ -313,8 +342,11 @@ std::string run_report_html(const Json& report, const RunTimeline* timeline) {
   if (report.contains("bytes_shipped"))
     html << ", " << report["bytes_shipped"].get<uint64_t>() << " bytes shipped";
   html << "</p>\n";
-  if (report.contains("error"))
+  if (report.contains("diagnosis")) {
+    html << stall_html(report["diagnosis"]);
+  } else if (report.contains("error")) {
     html << "<pre id=\"error\">" << escape(report["error"].get<std::string>()) << "</pre>\n";
+  }
 
   html << "<h2>Timeline</h2>\n";
   if (bars.empty()) {

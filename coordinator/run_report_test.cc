@@ -142,6 +142,30 @@ TEST(RunReportTest, WaitsAreRedBarsLinkedToTheNotifyThatReleasedThem) {
       << html.substr(table);
 }
 
+TEST(RunReportTest, AStalledRunShowsItsDiagnosisWithTheCulpritMarked) {
+  Json report = {{"program", "allreduce"}, {"result", "FAIL"}, {"world", 2},
+                 {"error", "dispatch d0 stalled: rank 1 is the likely culprit"}};
+  report["diagnosis"] = {
+      {"summary", "dispatch d0 of program 'c' stalled: rank 1 is the likely culprit: it <finished>"},
+      {"culprits", {1}},
+      {"ranks",
+       {{{"rank", 0}, {"state", "waiting"}, {"waits_for", {1}},
+         {"detail", "rank 0: waits on 'signal'[1, 0] ge 1 (now 0) for rank 1"}},
+        {{"rank", 1}, {"state", "finished"}, {"waits_for", Json::array()},
+         {"detail", "rank 1: finished dispatch d0 (program 'c')"}}}}};
+  const std::string html = run_report_html(report, nullptr);
+  EXPECT_NE(html.find("<h2>Why it stalled</h2>"), std::string::npos);
+  EXPECT_NE(html.find("it &lt;finished&gt;"), std::string::npos);  // escaped
+  EXPECT_NE(html.find("<tr><td>0</td><td class=\"l\">waiting</td><td>1</td><td class=\"l\">waits "
+                      "on 'signal'[1, 0] ge 1 (now 0) for rank 1</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<tr class=\"culprit\"><td>1</td><td class=\"l\">finished</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<pre id=\"error\">"), std::string::npos);  // the table says it
+}
+
 TEST(RunReportTest, WithoutRecordsDrawsTheDispatchesAndLeavesKernelTimeOpen) {
   Json report = two_rank_report();
   report["result"] = "FAIL";

@@ -512,8 +512,35 @@ Json timeline_json(const RunTimeline& run) {
     }
   }
 
+  // Each dispatch's comm calls by (task, peer), in the order they started: the
+  // puts and stores a notify published are the ones of its task to the same
+  // peer since that task's previous notify there.
+  std::map<size_t, std::map<std::pair<int64_t, int64_t>, std::vector<size_t>>> by_task_peer;
+  auto published_by = [&](const CommOpRef& notify_ref) {
+    const std::vector<TimelineCommOp>& ops = run.dispatches[notify_ref.first].comm_ops;
+    auto [cached, fresh] = by_task_peer.try_emplace(notify_ref.first);
+    if (fresh) {
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].ok && ops[i].peer >= 0) cached->second[{ops[i].task_id, ops[i].peer}].push_back(i);
+      for (auto& [key, list] : cached->second)
+        std::stable_sort(list.begin(), list.end(),
+                         [&](size_t a, size_t b) { return ops[a].start_ns < ops[b].start_ns; });
+    }
+    const TimelineCommOp& n = ops[notify_ref.second];
+    std::vector<size_t> data;
+    const std::vector<size_t>& list = cached->second[{n.task_id, n.peer}];
+    auto at = std::find(list.begin(), list.end(), notify_ref.second);
+    while (at != list.begin()) {
+      const TimelineCommOp& op = ops[*--at];
+      if (op.kind == "notify") break;
+      if (op.kind == "put" || op.kind == "remote_store" || op.kind == "remote_add") data.push_back(*at);
+    }
+    return data;
+  };
+
   // notify -> the wait on the peer it released: the arrow leaves the middle of
-  // the notify and ends where the wait returned (inside its slice).
+  // the notify and ends where the wait returned (inside its slice); so does an
+  // arrow from each put / remote_store the notify published to that peer.
   for (const auto& [wait_ref, notify_ref] : run.comm_releases()) {
     const TimelineDispatch& nd = run.dispatches[notify_ref.first];
     const TimelineDispatch& wd = run.dispatches[wait_ref.first];
@@ -529,6 +556,19 @@ Json timeline_json(const RunTimeline& run) {
                       {"id", id}, {"pid", wd.rank},
                       {"tid", w.core_id >= 0 ? w.core_id : kDispatchTid},
                       {"ts", us_since(wait_ts, origin)}});
+    for (size_t data : published_by(notify_ref)) {
+      const TimelineCommOp& op = nd.comm_ops[data];
+      const int64_t data_id = ++flow_id;
+      const std::string name = op.kind + " -> wait";
+      events.push_back({{"name", name}, {"cat", "comm_data"}, {"ph", "s"}, {"id", data_id},
+                        {"pid", nd.rank}, {"tid", op.core_id >= 0 ? op.core_id : kDispatchTid},
+                        {"ts", us_since((op.start_ns + op.end_ns) / 2, origin)},
+                        {"args", {{"window", op.window}, {"bytes", op.bytes}, {"to_rank", wd.rank}}}});
+      events.push_back({{"name", name}, {"cat", "comm_data"}, {"ph", "f"}, {"bp", "e"},
+                        {"id", data_id}, {"pid", wd.rank},
+                        {"tid", w.core_id >= 0 ? w.core_id : kDispatchTid},
+                        {"ts", us_since(wait_ts, origin)}});
+    }
   }
 
   Json j;

@@ -132,9 +132,15 @@ TEST_F(TimelineTest, WaitsAreSlicesAndEachNotifyPointsAtTheWaitItReleased) {
                 {"cell", cell}, {"peer", 0}, {"value", 1}, {"op", "add"}, {"task_id", 0},
                 {"core_id", 1}, {"start_ns", start}, {"end_ns", start + 100}, {"ok", true}};
   };
+  // The put before the second notify is what that notify published.
+  auto put = [](int64_t start) {
+    return Json{{"kind", "put"}, {"window", "data"}, {"window_id", 0}, {"offset", 0},
+                {"cell", 0}, {"peer", 0}, {"bytes", 64}, {"task_id", 0},
+                {"core_id", 1}, {"start_ns", start}, {"end_ns", start + 50}, {"ok", true}};
+  };
   write_file_atomic(root_ / "rank1/d0/comm_ops.json",
-                    Json{{"schema", 1}, {"rank", 1}, {"recorded", 3}, {"dropped", 0},
-                         {"ops", {notify(1, base1 + 1050), notify(1, base1 + 1200),
+                    Json{{"schema", 1}, {"rank", 1}, {"recorded", 4}, {"dropped", 0},
+                         {"ops", {notify(1, base1 + 1050), put(base1 + 1100), notify(1, base1 + 1200),
                                   notify(2, base1 + 1250)}}}
                         .dump());
   write_file_atomic(
@@ -182,6 +188,22 @@ TEST_F(TimelineTest, WaitsAreSlicesAndEachNotifyPointsAtTheWaitItReleased) {
   EXPECT_EQ(ends[0]["tid"], 1);
   EXPECT_DOUBLE_EQ(ends[0]["ts"].get<double>(), 2.499);
   EXPECT_EQ(ends[0]["bp"], "e");
+
+  // The put that notify published: an arrow of its own to the same wait.
+  std::vector<Json> data_starts, data_ends;
+  for (const Json& e : events(trace, "s"))
+    if (e["cat"] == "comm_data") data_starts.push_back(e);
+  for (const Json& e : events(trace, "f"))
+    if (e["cat"] == "comm_data") data_ends.push_back(e);
+  ASSERT_EQ(data_starts.size(), 1u);
+  ASSERT_EQ(data_ends.size(), 1u);
+  EXPECT_EQ(data_starts[0]["name"], "put -> wait");
+  EXPECT_EQ(data_starts[0]["id"], data_ends[0]["id"]);
+  EXPECT_EQ(data_starts[0]["pid"], 1);
+  EXPECT_NEAR(data_starts[0]["ts"].get<double>(), 1.225, 1e-9);  // the put's middle
+  EXPECT_EQ(data_starts[0]["args"]["bytes"], 64);
+  EXPECT_EQ(data_ends[0]["pid"], 0);
+  EXPECT_DOUBLE_EQ(data_ends[0]["ts"].get<double>(), 2.499);
 }
 
 TEST_F(TimelineTest, PmuCountsAreCounterTracksPerCore) {

@@ -193,7 +193,8 @@ Job Job::start(const std::vector<std::string>& argv, const JobOptions& options) 
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   Job job(pid, pidfd, argv, nullptr);  // owns the child from here on, whatever throws next
   if (out_pipe[0] >= 0)
-    job.relay_ = std::make_unique<StderrRelay>(out_pipe[0], STDERR_FILENO, options.on_stderr_line);
+    job.relay_ = std::make_unique<StderrRelay>(out_pipe[0], STDERR_FILENO, options.on_stderr_line,
+                                              options.drop_stderr_block);
   log::debug("started {} as pid {}", format_command(argv), pid);
   return job;
 }

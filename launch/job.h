@@ -45,6 +45,9 @@ struct JobOptions {
   // or wait() reports the leader's exit, what it wrote has been handled (up to
   // kRelayDrain after its exit, for orphans that keep the pipe open).
   StderrRelay::LineHandler on_stderr_line;
+  // With on_stderr_line: a framed block of the child's stderr for which this
+  // returns true is not copied (launch/stderr_relay.h).
+  StderrRelay::BlockFilter drop_stderr_block;
 };
 
 class Job {

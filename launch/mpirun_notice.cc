@@ -22,9 +22,17 @@ std::optional<RankEnded> parse_mpirun_notice(const std::string& text) {
   static const std::regex exited(
       "\\b(mpirun|mpiexec|orterun|prterun) detected that one or more processes exited with "
       "non-zero status.*Process name: *\\[\\[[0-9]+,[0-9]+\\],([0-9]+)\\] *Exit code: *([0-9]+)");
+  // A rank that exited (with status 0) without MPI_Finalize, e.g. _exit(0) in a kernel.
+  static const std::regex improper(
+      "\\b(mpirun|mpiexec|orterun|prterun) has exited due to process rank ([0-9]+) with PID "
+      "[0-9]+ on node \\S+ exiting improperly");
   std::smatch m;
   RankEnded ended;
-  if (std::regex_search(text, m, signalled)) {
+  if (std::regex_search(text, m, improper)) {
+    ended.rank = std::stoi(m[2].str());
+    ended.exit_code = 0;
+    ended.improper = true;
+  } else if (std::regex_search(text, m, signalled)) {
     ended.rank = std::stoi(m[2].str());
     ended.signal = std::stoi(m[3].str());
   } else if (std::regex_search(text, m, exited)) {
@@ -59,6 +67,19 @@ void MpirunNotices::add_line(std::string_view line) {
 std::optional<RankEnded> MpirunNotices::first() const {
   std::lock_guard lock(mutex_);
   return first_;
+}
+
+bool is_nonzero_exit_banner(std::string_view block) {
+  // Wrapped at any space: compare with the whitespace collapsed.
+  std::string text;
+  for (char c : block) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (space && (text.empty() || text.back() == ' ')) continue;
+    text += space ? ' ' : c;
+  }
+  return text.find("Primary job terminated normally, but") != std::string::npos ||
+         text.find("detected that one or more processes exited with non-zero status") !=
+             std::string::npos;
 }
 
 }  // namespace pypto::launch

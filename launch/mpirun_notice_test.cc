@@ -65,6 +65,34 @@ TEST(MpirunNoticeTest, ReadsANoticeWrappedAtAnySpace) {
   EXPECT_EQ(ended->signal, 11);
 }
 
+TEST(MpirunNoticeTest, NamesARankThatExitedWithStatusZeroWithoutFinalize) {
+  MpirunNotices notices;
+  for (const char* line :
+       {"--------------------------------------------------------------------------",
+        "mpirun has exited due to process rank 1 with PID 0 on",
+        "node vm exiting improperly. There are three reasons this could occur:", "",
+        "1. this process did not call \"init\" before exiting, but others in"})
+    notices.add_line(line);
+  const auto first = notices.first();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->rank, 1);
+  EXPECT_EQ(first->exit_code, 0);
+  EXPECT_TRUE(first->improper);
+  EXPECT_EQ(first->signal, 0);
+}
+
+TEST(MpirunNoticeTest, TellsTheBannersOfRanksThatExitedNonzeroFromANoticeOfAKill) {
+  const std::string rule(74, '-');
+  EXPECT_TRUE(is_nonzero_exit_banner(rule + "\nPrimary job  terminated normally, but 1 process returned\n"
+                                     "a non-zero exit code. Per user-direction, the job has been aborted.\n" +
+                                     rule + "\n"));
+  EXPECT_TRUE(is_nonzero_exit_banner(rule + "\nmpiexec detected that one or more processes exited "
+                                     "with non-zero status, thus causing\nthe job to be terminated.\n" +
+                                     rule + "\n"));
+  EXPECT_FALSE(is_nonzero_exit_banner(rule + "\nmpiexec noticed that process rank 1 with PID 0 on node "
+                                      "vm exited on signal 9 (Killed).\n" + rule + "\n"));
+}
+
 TEST(MpirunNoticeTest, KeepsTheFirstAndIgnoresOrdinaryOutput) {
   MpirunNotices notices;
   feed(notices, "[12:00:00] [info] rank 0 noticed that process rank 5 ... is fine\n");

@@ -3,6 +3,11 @@
 // rank agents' mpirun's own account of how a rank ended (launch/mpirun_notice.h)
 // while the user still sees every byte mpirun wrote, in order.
 //
+// A block framed by two rules of dashes (how mpirun writes its notices) is
+// held until its closing rule and then copied, unless `drop_block` says it is
+// not for the user (the coordinator drops mpirun's "the job was aborted"
+// banners once it has reported the failure that made it abort the job).
+//
 // One thread per relay, sleeping in poll(2); it ends at end of file (every
 // writer closed the pipe) or when finish() gives up waiting for it.
 #pragma once
@@ -22,8 +27,11 @@ class StderrRelay {
   // Called on the relay's thread, once per line, without the newline.
   using LineHandler = std::function<void(std::string_view line)>;
 
+  // Called on the relay's thread with a whole framed block, rules included.
+  using BlockFilter = std::function<bool(std::string_view block)>;
+
   // Takes ownership of `read_fd`; copies to `out_fd` (not owned).
-  StderrRelay(int read_fd, int out_fd, LineHandler on_line);
+  StderrRelay(int read_fd, int out_fd, LineHandler on_line, BlockFilter drop_block = {});
   StderrRelay(const StderrRelay&) = delete;
   StderrRelay& operator=(const StderrRelay&) = delete;
   ~StderrRelay();  // finish(now)
@@ -37,12 +45,20 @@ class StderrRelay {
  private:
   void run();
   void take(std::string_view bytes);
+  void copy(std::string_view bytes);
+  // At the end: what is still held back goes out.
+  void flush_held();
 
   int read_fd_;
   int out_fd_;
   int wake_[2] = {-1, -1};  // finish() writes here to stop the thread
   LineHandler on_line_;
-  std::string partial_;  // the line being read (relay thread only)
+  BlockFilter drop_block_;
+  // Relay thread only: the line being read, how much of it was copied already,
+  // and a framed block held back until its closing rule.
+  std::string partial_;
+  size_t partial_copied_ = 0;
+  std::string held_;
   std::mutex mutex_;
   std::condition_variable ended_;
   bool at_end_ = false;

@@ -53,6 +53,34 @@ TEST(StderrRelayTest, CopiesEveryByteAndHandsOverEveryLine) {
   ::close(out);
 }
 
+// A framed block the filter refuses is not copied; every other byte is, in order,
+// and every line, dropped or not, still reaches the line handler.
+TEST(StderrRelayTest, AFramedBlockTheFilterRefusesIsNotCopied) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  testing::TempDir dir;
+  const int out = ::open((dir.path() / "copy").c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(out, 0);
+  Lines seen;
+  const std::string rule(30, '-');
+  StderrRelay relay(pipe_fds[0], out, seen.handler(), [](std::string_view block) {
+    return block.find("drop me") != std::string_view::npos;
+  });
+  const std::string kept = rule + "\nkeep me\n" + rule + "\n";
+  const std::string text = "before\n" + rule + "\ndrop me\n" + rule + "\n" + kept + "- not a rule\n";
+  // Written in pieces that split lines and rules.
+  for (size_t at = 0; at < text.size(); at += 7) {
+    const std::string piece = text.substr(at, 7);
+    ASSERT_EQ(::write(pipe_fds[1], piece.data(), piece.size()), static_cast<ssize_t>(piece.size()));
+  }
+  ASSERT_EQ(::write(pipe_fds[1], "tail", 4), 4);
+  ::close(pipe_fds[1]);
+  EXPECT_TRUE(relay.finish(Clock::now() + milliseconds(5000)));
+  EXPECT_EQ(read_all(out), "before\n" + kept + "- not a rule\ntail");
+  EXPECT_EQ(seen.lines.size(), 9u);  // tail included
+  ::close(out);
+}
+
 TEST(StderrRelayTest, AWriterThatNeverClosesCannotHoldTheCaller) {
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);

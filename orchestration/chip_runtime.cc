@@ -572,10 +572,13 @@ void ChipRuntime::run_task(Core* core, Slot& slot) {
   std::shared_lock<std::shared_mutex>& held = *core->held;
   Liveness& liveness = *core->liveness;
   core->in_kernel = true;
+  TaskBoard* const board = call_->board;
+  if (board) board->task_started(core->id, core->type, ctx.task_id, slot.kernel->func_id, now_ns());
   held.unlock();
   std::optional<std::string> crash = run_guarded([&] { slot.kernel->entry(&kargs); });
   held.lock();
   if (liveness.gone) throw RuntimeGone{};
+  if (board) board->task_ended(core->id);
   core->in_kernel = false;
   const int64_t end = rec_on ? now_ns() : 0;
   if (core->pmu) {
@@ -667,6 +670,11 @@ DispatchRecord ChipRuntime::run(const OrchestrationCall& call,
   for (const auto& k : kernels) {
     if (k.func_id >= static_cast<int32_t>(kernel_by_id_.size())) kernel_by_id_.resize(k.func_id + 1);
     kernel_by_id_[k.func_id] = &k;
+  }
+  if (call.board) {
+    std::vector<std::string> names(kernel_by_id_.size());
+    for (const auto& k : kernels) names[static_cast<size_t>(k.func_id)] = k.name;
+    call.board->begin_dispatch(std::move(names));
   }
   tensor_map_ = TensorMap(config_.dep_gen);
   record_ = DispatchRecord{};

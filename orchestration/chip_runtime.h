@@ -24,6 +24,7 @@
 
 #include "orchestration/dispatch_record.h"
 #include "orchestration/pmu.h"
+#include "orchestration/task_board.h"
 #include "orchestration/tensor_map.h"
 #include "pypto/kernel_abi.h"
 
@@ -79,6 +80,9 @@ struct OrchestrationCall {
   // every comm call fails with a message saying windows need an L3 run.
   const pypto_comm_api* comm = nullptr;
   void* comm_state = nullptr;
+  // Where the cores post the task each runs, for a reader on another thread
+  // (a rank agent's state after a stall); nullptr: nowhere.
+  TaskBoard* board = nullptr;
 };
 
 // The comm table of single-chip runs: every call reports an error and fails.

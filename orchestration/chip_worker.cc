@@ -227,6 +227,7 @@ ChipRunResult ChipWorker::run(const CompiledProgram& program, std::vector<Tensor
                      std::to_string(call.scalars.size()) + " were given");
   call.comm = context.comm;
   call.comm_state = context.comm_state;
+  call.board = context.task_board;
 
   const DfxOptions dfx = config_.dfx_options();
   std::optional<fs::path> dfx_dir;

@@ -247,6 +247,11 @@ void RankAgent::handle(wire::Decoded& message) {
     send(reply, {}, request_id);
     return;
   }
+  if (message.is<wire::StateQuery>()) {
+    // From the control thread, whatever the kernels do: that is the point.
+    send(worker_->activity().snapshot(), {}, request_id);
+    return;
+  }
   if (shutting_down_) {
     log::warn("ignoring {} after SHUTDOWN", wire::message_type_name(message.type()));
     return;
@@ -291,8 +296,8 @@ void RankAgent::handle(wire::Decoded& message) {
     job.payloads = std::move(message.payloads);
     worker_->submit(std::move(job));
   } else if (auto* abort = std::get_if<wire::Abort>(&message.message)) {
-    std::cerr << "pypto-rank: " << me << ": aborted by the coordinator: " << abort->reason
-              << std::endl;
+    // The coordinator reports the failure once, for every rank.
+    log::info("aborted by the coordinator: {}", abort->reason);
     exit_now(1);
   } else if (message.is<wire::Shutdown>()) {
     shutting_down_ = true;

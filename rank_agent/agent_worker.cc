@@ -591,9 +591,17 @@ void AgentWorker::dispatch(DispatchJob& job) {
     context.rank = rank;
     context.world = session_->world();
     context.comm = comm_api();
-    comm_log_.clear();
-    comm_state.set_log(&comm_log_);
+    std::vector<std::string> window_names;
+    std::vector<uint64_t> cell_bytes;
+    for (int w = 0; w < build.windows->size(); ++w) {
+      window_names.push_back(build.windows->spec(w).name);
+      cell_bytes.push_back(dtype_size(build.windows->spec(w).dtype));
+    }
+    activity_.dispatch_started(static_cast<int64_t>(d.index), d.program, std::move(window_names),
+                               std::move(cell_bytes));
+    comm_state.set_log(&activity_.comm_log());
     context.comm_state = &comm_state;
+    context.task_board = &activity_.board();
     context.dfx_dir = build.dir / "dfx" / ("d" + std::to_string(d.index));
     context.binary_store = settings_.binary_store;
     if (d.run.dispatch_timeout_ms)
@@ -624,13 +632,14 @@ void AgentWorker::dispatch(DispatchJob& job) {
     if (result.dfx_dir) {
       if (config.enable_chip_swimlane > 0)
         write_file_atomic(*result.dfx_dir / "comm_ops.json",
-                          comm_ops_json(comm_log_, *build.windows, rank).dump() + "\n");
+                          comm_ops_json(activity_.comm_log(), *build.windows, rank).dump() + "\n");
       for (const std::string& file : files_under(*result.dfx_dir)) {
         frames.push_back(wire::frame_of(read_file(*result.dfx_dir / file)));
         done.dfx_files.push_back(file);
       }
     }
     done.ok = true;
+    if (kernels_started) activity_.dispatch_ended(true, "");
   } catch (const std::exception& e) {
     // A kernel that failed may have left this rank out of step with its
     // peers (a pending barrier, a peer still waiting for a notify).
@@ -643,7 +652,9 @@ void AgentWorker::dispatch(DispatchJob& job) {
     if (message.rfind(prefix, 0) != 0) message = prefix + " " + message;
     done.ok = false;
     done.error = {message, wire_exit_code(e)};
-    log::error("dispatch d{} of program '{}' failed: {}", d.index, d.program, message);
+    if (kernels_started) activity_.dispatch_ended(false, message);
+    // The coordinator reports it, with every rank's state (docs/dfx.md "Why a run hangs").
+    log::info("dispatch d{} of program '{}' failed: {}", d.index, d.program, message);
   }
   done.end_unix_ns = realtime_ns();
   WorkerOutput out;

@@ -25,7 +25,7 @@
 
 #include "common/wire/protocol.h"
 #include "pypto/tensor.h"
-#include "rank_agent/comm_log.h"
+#include "rank_agent/rank_activity.h"
 
 namespace pypto {
 class ChipWorker;
@@ -116,6 +116,8 @@ class AgentWorker {
   void configure(WorkerSettings settings);
   void submit(WorkerJob job);
   std::vector<WorkerOutput> take_outputs();
+  // What the worker is doing; readable from any thread (STATE_QUERY).
+  const RankActivity& activity() const { return activity_; }
 
  private:
   struct Build;
@@ -164,8 +166,8 @@ class AgentWorker {
   std::map<std::string, std::unique_ptr<Build>> builds_;
   std::vector<std::string> build_order_;  // creation order of window sets: teardown order
   std::unique_ptr<ChipWorker> chip_;
-  // The current dispatch's comm calls (rank_agent/comm_log.h): comm_ops.json with --swimlane.
-  CommLog comm_log_;
+  // The current dispatch, its tasks and its comm calls (comm_ops.json with --swimlane).
+  RankActivity activity_;
   // Resident tensors (docs/resident-tensors.md): this rank's parts, by id; they
   // live until FREE or the end of the job.
   std::map<uint64_t, ResidentPart> residents_;

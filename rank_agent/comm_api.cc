@@ -31,7 +31,9 @@ std::string at_call_site(const char* file, int32_t line) {
 
 // Runs `body` against the dispatch's CommState and records `op` (what the call
 // does, filled in by the caller; nullopt: nothing to record) in the dispatch's
-// CommLog; C++ errors stop here, at the C boundary, and become report_error + -1.
+// CommLog from its start, so a state report shows it while it blocks; `body`
+// gets the op's ticket (0 when not recorded). C++ errors stop here, at the C
+// boundary, and become report_error + -1.
 template <typename Body>
 int guarded(const pypto_kernel_ctx* ctx, const char* call, std::optional<CommOp> op,
             Body&& body) {
@@ -48,19 +50,19 @@ int guarded(const pypto_kernel_ctx* ctx, const char* call, std::optional<CommOp>
   const int32_t line = call_line;
   call_file = nullptr;
   CommLog* const log = op ? state->log() : nullptr;
+  uint64_t ticket = 0;
   if (log) {
     op->task_id = ctx->task_id;
     op->core_id = ctx->core_id;
     op->start_ns = chip::now_ns();
+    op->end_ns = 0;
+    ticket = log->begin(*op);
   }
   const auto recorded = [&](bool ok) {
-    if (!log) return;
-    op->end_ns = chip::now_ns();
-    op->ok = ok;
-    log->record(*op);
+    if (log) log->finish(ticket, chip::now_ns(), ok);
   };
   try {
-    body(*state);
+    body(*state, ticket);
     recorded(true);
     return 0;
   } catch (const std::exception& e) {
@@ -98,7 +100,7 @@ DType checked_dtype(const CommState& state, const char* call, int32_t dtype) {
 int remote_load(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
                 void* dst, uint64_t bytes) {
   return guarded(ctx, "remote_load", comm_op(CommOpKind::kRemoteLoad, window, rank, offset, bytes),
-                 [&](const CommState& s) {
+                 [&](const CommState& s, uint64_t) {
     s.windows().load("remote_load", window, rank, offset, dst, bytes);
   });
 }
@@ -110,7 +112,7 @@ int remote_store(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint
   const uint64_t bytes = dtype >= PYPTO_F32 && dtype <= PYPTO_BOOL
                              ? count * dtype_size(static_cast<DType>(dtype))
                              : 0;
-  return guarded(ctx, call, comm_op(kind, window, rank, offset, bytes), [&](const CommState& s) {
+  return guarded(ctx, call, comm_op(kind, window, rank, offset, bytes), [&](const CommState& s, uint64_t) {
     const DType type = checked_dtype(s, call, dtype);
     if (op == PYPTO_STORE_ADD) {
       s.windows().add(call, window, rank, offset, src, count, type, s.wait_timeout());
@@ -131,7 +133,7 @@ int remote_store(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint
 int put(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset, const void* src,
         uint64_t bytes) {
   return guarded(ctx, "put", comm_op(CommOpKind::kPut, window, rank, offset, bytes),
-                 [&](const CommState& s) {
+                 [&](const CommState& s, uint64_t) {
     s.windows().store("put", window, rank, offset, src, bytes);
   });
 }
@@ -139,7 +141,7 @@ int put(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offs
 int get(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset, void* dst,
         uint64_t bytes) {
   return guarded(ctx, "get", comm_op(CommOpKind::kGet, window, rank, offset, bytes),
-                 [&](const CommState& s) {
+                 [&](const CommState& s, uint64_t) {
     s.windows().load("get", window, rank, offset, dst, bytes);
   });
 }
@@ -147,27 +149,30 @@ int get(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offs
 int notify(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank, uint64_t offset,
            int32_t value, int32_t op) {
   return guarded(ctx, "notify", comm_op(CommOpKind::kNotify, window, rank, offset, 0, value, op),
-                 [&](const CommState& s) { s.windows().notify(window, rank, offset, value, op); });
+                 [&](const CommState& s, uint64_t) { s.windows().notify(window, rank, offset, value, op); });
 }
 
 int wait(const pypto_kernel_ctx* ctx, int32_t window, uint64_t offset, int32_t cmp,
          int32_t expected) {
   return guarded(ctx, "wait", comm_op(CommOpKind::kWait, window, -1, offset, 0, expected, cmp),
-                 [&](const CommState& s) {
-    s.windows().wait(window, offset, cmp, expected, s.wait_timeout());
+                 [&](const CommState& s, uint64_t ticket) {
+    CommLog* const log = s.log();
+    if (!log) return s.windows().wait(window, offset, cmp, expected, s.wait_timeout());
+    s.windows().wait(window, offset, cmp, expected, s.wait_timeout(),
+                     [log, ticket](int32_t seen) { log->observe(ticket, seen); });
   });
 }
 
 int barrier(const pypto_kernel_ctx* ctx) {
   return guarded(ctx, "barrier", comm_op(CommOpKind::kBarrier, -1, -1, 0),
-                 [&](const CommState& s) { s.windows().barrier(s.wait_timeout()); });
+                 [&](const CommState& s, uint64_t) { s.windows().barrier(s.wait_timeout()); });
 }
 
 void* peer_pointer(const pypto_kernel_ctx* ctx, int32_t window, int32_t rank) {
   void* pointer = nullptr;
   // Not an operation on the data: looked up, never recorded.
   guarded(ctx, "peer_pointer", std::nullopt,
-          [&](const CommState& s) { pointer = s.windows().peer_pointer(window, rank); });
+          [&](const CommState& s, uint64_t) { pointer = s.windows().peer_pointer(window, rank); });
   return pointer;
 }
 

@@ -23,21 +23,58 @@ const char* comm_op_kind_name(CommOpKind kind) {
   return "?";
 }
 
-CommLog::CommLog(size_t capacity) : slots_(std::max<size_t>(capacity, 1)) {}
+CommLog::CommLog(size_t capacity)
+    : capacity_(std::max<size_t>(capacity, 1)), slots_(new Slot[capacity_]) {}
 
-void CommLog::record(const CommOp& op) noexcept {
+uint64_t CommLog::begin(const CommOp& op) noexcept {
   // Each caller owns the slot its ticket names; a slot is reused only after
   // `capacity` later operations, long after its writer finished.
   const uint64_t ticket = next_.fetch_add(1, std::memory_order_acq_rel);
-  slots_[ticket % slots_.size()] = op;
+  Slot& slot = slot_of(ticket);
+  slot.version.fetch_add(1, std::memory_order_acq_rel);
+  slot.op = op;
+  slot.observed.store(op.observed, std::memory_order_relaxed);
+  slot.ticket.store(ticket, std::memory_order_relaxed);
+  slot.version.fetch_add(1, std::memory_order_release);
+  return ticket;
 }
 
-std::vector<CommOp> CommLog::recent() const {
-  const uint64_t total = recorded();
-  const uint64_t kept = std::min<uint64_t>(total, slots_.size());
+void CommLog::observe(uint64_t ticket, int32_t value) noexcept {
+  Slot& slot = slot_of(ticket);
+  if (slot.ticket.load(std::memory_order_relaxed) == ticket)
+    slot.observed.store(value, std::memory_order_relaxed);
+}
+
+void CommLog::finish(uint64_t ticket, int64_t end_ns, bool ok) noexcept {
+  Slot& slot = slot_of(ticket);
+  if (slot.ticket.load(std::memory_order_relaxed) != ticket) return;  // overwritten meanwhile
+  slot.version.fetch_add(1, std::memory_order_acq_rel);
+  slot.op.end_ns = end_ns;
+  slot.op.ok = ok;
+  slot.version.fetch_add(1, std::memory_order_release);
+}
+
+std::vector<CommOp> CommLog::recent(size_t limit) const {
+  const uint64_t total = next_.load(std::memory_order_acquire);
+  const uint64_t first = base_.load(std::memory_order_acquire);
+  const uint64_t kept = std::min<uint64_t>({total - first, capacity_, limit});
   std::vector<CommOp> ops;
   ops.reserve(kept);
-  for (uint64_t i = total - kept; i < total; ++i) ops.push_back(slots_[i % slots_.size()]);
+  for (uint64_t ticket = total - kept; ticket < total; ++ticket) {
+    const Slot& slot = slot_of(ticket);
+    // A writer in the slot: read again (it is done within a few stores).
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      const uint64_t before = slot.version.load(std::memory_order_acquire);
+      if (before % 2) continue;
+      if (slot.ticket.load(std::memory_order_relaxed) != ticket) break;  // not written yet, or reused
+      CommOp op = slot.op;
+      op.observed = slot.observed.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (slot.version.load(std::memory_order_relaxed) != before) continue;
+      ops.push_back(op);
+      break;
+    }
+  }
   return ops;
 }
 
@@ -64,6 +101,7 @@ Json comm_ops_json(const CommLog& log, const WindowSet& windows, int rank) {
       e["value"] = op.value;
       const char* cmp = cmp_name(op.mode);
       e["cmp"] = cmp ? cmp : "?";
+      e["observed"] = op.observed;
     }
     list.push_back(std::move(e));
   }

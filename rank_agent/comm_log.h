@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/json_reader.h"
@@ -31,28 +32,51 @@ struct CommOp {
   uint64_t bytes = 0;   // moved (data ops)
   int32_t value = 0;    // notify: the value; wait: the expected value
   int32_t mode = 0;     // notify: pypto_store_op (set, add); wait: pypto_cmp
+  int32_t observed = 0;  // wait: the value it last read of its cell
   int64_t task_id = -1;
   int32_t core_id = -1;
   int64_t start_ns = 0;  // CLOCK_MONOTONIC, as the swimlane records
-  int64_t end_ns = 0;
+  int64_t end_ns = 0;    // 0: still in progress
   bool ok = true;  // false: the call failed (its error was reported)
 };
 
-// Safe to record into from every core thread at once; read it between
-// dispatches. Keeps the most recent `capacity` operations.
+// Safe to record into from every core thread at once, and to read from any
+// thread while they do (an operation is visible from its start, so a reader
+// sees the waits still blocked). Keeps the most recent `capacity` operations.
 class CommLog {
  public:
   explicit CommLog(size_t capacity = 4096);
-  void record(const CommOp& op) noexcept;
-  // The kept operations, oldest first.
-  std::vector<CommOp> recent() const;
+  // Starts recording `op` (end_ns 0 until finish()); returns its ticket.
+  uint64_t begin(const CommOp& op) noexcept;
+  // A wait's latest reading of its cell.
+  void observe(uint64_t ticket, int32_t value) noexcept;
+  void finish(uint64_t ticket, int64_t end_ns, bool ok) noexcept;
+  // A finished operation at once.
+  void record(const CommOp& op) noexcept { begin(op); }
+  // The kept operations in the order they started, at most the `limit` most recent.
+  std::vector<CommOp> recent(size_t limit = SIZE_MAX) const;
   // Recorded since the last clear(), kept or not.
-  uint64_t recorded() const { return next_.load(std::memory_order_acquire); }
-  void clear() { next_.store(0, std::memory_order_release); }
+  uint64_t recorded() const {
+    return next_.load(std::memory_order_acquire) - base_.load(std::memory_order_acquire);
+  }
+  // Between dispatches (one writer); readers may go on reading.
+  void clear() { base_.store(next_.load(std::memory_order_acquire), std::memory_order_release); }
 
  private:
-  std::vector<CommOp> slots_;
+  struct Slot {
+    // Odd while its writer changes it; tickets never repeat, so a reader
+    // knows whether the slot still holds the operation it looks for.
+    std::atomic<uint64_t> version{0};
+    std::atomic<uint64_t> ticket{UINT64_MAX};
+    std::atomic<int32_t> observed{0};
+    CommOp op;
+  };
+  Slot& slot_of(uint64_t ticket) const { return slots_[ticket % capacity_]; }
+
+  size_t capacity_;
+  std::unique_ptr<Slot[]> slots_;
   std::atomic<uint64_t> next_{0};
+  std::atomic<uint64_t> base_{0};
 };
 
 // comm_ops.json of one dispatch: {"schema": 1, "rank", "recorded", "dropped",

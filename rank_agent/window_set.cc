@@ -692,7 +692,8 @@ int32_t WindowSet::read_cell_unchecked(const Window& w, uint64_t offset) const {
 }
 
 void WindowSet::wait(int id, uint64_t offset, int32_t cmp, int32_t expected,
-                     std::chrono::milliseconds timeout) const {
+                     std::chrono::milliseconds timeout,
+                     const std::function<void(int32_t)>& on_change) const {
   const char* call = "wait";
   const Window& w = checked(call, id);
   checked_peer(call, w, id, rank());
@@ -705,8 +706,12 @@ void WindowSet::wait(int id, uint64_t offset, int32_t cmp, int32_t expected,
   const auto deadline = start + timeout;
   Backoff backoff;
   int32_t seen = 0;
+  bool first = true;
   for (;;) {
+    const int32_t before = seen;
     seen = read_cell_unchecked(w, offset);
+    if (on_change && (first || seen != before)) on_change(seen);
+    first = false;
     if (compare(seen, cmp, expected)) {
       acquire();
       return;

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -109,7 +110,8 @@ class WindowSet {
   // ProgramError naming rank, window, cell, comparison, expected and last
   // seen value when `timeout` passes first.
   void wait(int id, uint64_t offset, int32_t cmp, int32_t expected,
-            std::chrono::milliseconds timeout) const;
+            std::chrono::milliseconds timeout,
+            const std::function<void(int32_t)>& on_change = {}) const;
   // Every rank of the world meets here (MPI_Ibarrier polled with backoff, so
   // the thread yields its core); stores before it are visible after it.
   // Exactly one thread per rank may be in it at a time. A timed-out barrier

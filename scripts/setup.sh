@@ -15,6 +15,7 @@ packages=(
   libspdlog-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libssl-dev libopenblas-dev
   python3-dev pybind11-dev python3-numpy python3-pytest
+  chromium  # renders report/run.html in the tests (tests/e2e/timeline_test.cc)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -39,7 +39,7 @@ void serialize(Archive& ar, PhaseTiming& timing) {
 namespace pypto::wire {
 
 // Bump on ANY change of a message's fields, order or meaning.
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr char kMagic[4] = {'P', 'P', 'T', 'O'};
 // Bytes 0..11 of frame 0: magic, version (u32 LE), sender rank (i32 LE). Frozen for
 // every protocol version, so a peer of any version can be named and refused.
@@ -66,6 +66,8 @@ enum class MessageType : uint8_t {
   kClockReply = 16,
   kResident = 17,
   kResidentDone = 18,
+  kStateQuery = 19,
+  kRankState = 20,
 };
 // "HELLO", "DISPATCH_DONE", ...; "type 200" for a code this version does not know.
 std::string message_type_name(MessageType type);
@@ -449,9 +451,79 @@ struct ResidentDone {
   bool operator==(const ResidentDone&) const = default;
 };
 
+// coordinator -> agent, after a dispatch failed or stalled: what is this rank doing?
+// Answered at once by RANK_STATE (same request id) from the agent's control thread,
+// whatever its kernels are doing (docs/dfx.md "Why a run hangs").
+struct StateQuery {
+  static constexpr MessageType kType = MessageType::kStateQuery;
+  template <class Archive>
+  void serialize(Archive&) {}
+  bool operator==(const StateQuery&) const = default;
+};
+
+// One of a rank's recent comm calls (rank_agent/comm_log.h), end_ns 0 while in progress.
+struct WireCommOp {
+  std::string kind;    // "wait", "notify", "remote_store", ...
+  std::string window;  // its name; "" for a barrier
+  int32_t peer = -1;
+  int64_t cell = -1;   // element index into the window
+  int32_t value = 0;   // notify: the value; wait: the expected value
+  std::string mode;    // notify: "set"/"add"; wait: "eq", "ge", ...
+  int32_t observed = 0;  // wait: the cell's value when last read
+  int64_t task_id = -1;
+  int32_t core_id = -1;
+  int64_t start_ns = 0;  // the agent's CLOCK_MONOTONIC
+  int64_t end_ns = 0;
+  bool ok = true;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(kind, window, peer, cell, value, mode, observed, task_id, core_id, start_ns, end_ns, ok);
+  }
+  bool operator==(const WireCommOp&) const = default;
+};
+
+// A task in a kernel on one of the rank's cores.
+struct WireRunningTask {
+  int32_t core_id = -1;
+  std::string core_type;  // "aic" / "aiv"
+  int64_t task_id = -1;
+  int32_t func_id = -1;
+  std::string kernel;
+  int64_t start_ns = 0;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(core_id, core_type, task_id, func_id, kernel, start_ns);
+  }
+  bool operator==(const WireRunningTask&) const = default;
+};
+
+// agent -> coordinator: the answer to STATE_QUERY.
+struct RankState {
+  static constexpr MessageType kType = MessageType::kRankState;
+  int64_t now_ns = 0;  // the agent's CLOCK_MONOTONIC when answering
+  // The current dispatch, or the last one (-1: none yet); running says which.
+  int64_t dispatch = -1;
+  std::string program;
+  bool running = false;
+  bool ok = true;     // the last dispatch, once finished
+  std::string error;  // and why it failed
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::vector<WireRunningTask> tasks;  // in a kernel now
+  std::vector<WireCommOp> comm_ops;    // the dispatch's most recent comm calls, oldest first
+  uint64_t comm_ops_recorded = 0;      // all of the dispatch's, kept or not
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(now_ns, dispatch, program, running, ok, error, start_ns, end_ns, tasks, comm_ops,
+       comm_ops_recorded);
+  }
+  bool operator==(const RankState&) const = default;
+};
+
 using Message = std::variant<Hello, Welcome, Refuse, Heartbeat, Manifest, Need, Blobs, Ready,
                              Dispatch, DispatchDone, Abort, Shutdown, AgentError, Reset,
-                             ClockProbe, ClockReply, Resident, ResidentDone>;
+                             ClockProbe, ClockReply, Resident, ResidentDone, StateQuery,
+                             RankState>;
 
 // Why `build` is not an acceptable build id (one path component of [A-Za-z0-9_.-], 1..64
 // characters, not "." or ".."), or nullopt when it is.

@@ -108,6 +108,16 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   expect_round_trip(Resident{Resident::kWrite, 7, "", {}, 4}, {"abcd"}, kCoordinatorRank);
   expect_round_trip(ResidentDone{7, true, {}, true, 3}, {"xyz"}, 2);
   expect_round_trip(ResidentDone{7, false, {"rank 2: no resident tensor 7", 3}, false, 0}, {}, 2);
+  expect_round_trip(StateQuery{}, {}, -1);
+  RankState state;
+  state.now_ns = 99;
+  state.dispatch = 0;
+  state.program = "chip_orch";
+  state.running = true;
+  state.tasks = {{1, "aiv", 12, 0, "reduce_step", 50}};
+  state.comm_ops = {{"wait", "signal", -1, 5, 1, "ge", 0, 12, 1, 60, 0, true}};
+  state.comm_ops_recorded = 8;
+  expect_round_trip(state, {}, 3);
 
   expect_round_trip(Abort{"rank 5 failed: kernel error"}, {}, kCoordinatorRank);
   expect_round_trip(Shutdown{}, {}, kCoordinatorRank);

@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 namespace chip {
 class ChipRuntime;
 struct DispatchRecord;
+class TaskBoard;
 int default_core_count();  // cores of each kind a chip gets by default
 }  // namespace chip
 
@@ -50,6 +51,9 @@ struct DispatchContext {
   std::vector<int64_t> scalars;
   const pypto_comm_api* comm = nullptr;
   void* comm_state = nullptr;
+  // Where the cores post the task each runs (orchestration/task_board.h), for
+  // a rank agent's state report; nullptr: nowhere.
+  chip::TaskBoard* task_board = nullptr;
   // Where this dispatch's DFX files go; <build>/dfx_outputs when unset (L2).
   std::optional<fs::path> dfx_dir;
   // Host-wide binary store (rank agents); <build>/cache/bin when unset.

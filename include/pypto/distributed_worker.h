@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -51,6 +52,9 @@ struct DistributedWorkerOptions {
   // Until every agent is READY (materialize + assemble + windows). Embedded agents get
   // it as well and stop a compile that runs into it, naming the source.
   std::chrono::milliseconds prepare_timeout{std::chrono::minutes(5)};
+  // A progress line on stderr while the agents connect and prepare (only when
+  // stderr is a terminal; pypto-coord turns it on).
+  bool progress = false;
 };
 
 // One rank's side of prepare().
@@ -241,7 +245,7 @@ class DistributedWorker {
   DistributedWorker();
   void start_agents(const DistributedWorkerOptions& options, int64_t world);
   void prepare_builds(const std::vector<const DistributedCompiledProgram*>& programs,
-                      std::chrono::milliseconds timeout);
+                      std::chrono::milliseconds timeout, bool progress);
   const Build& build_of(const DistributedCompiledProgram& program) const;
   RunHandle submit_locked(const DistributedCompiledProgram& program, std::vector<RunArgument> args,
                           const DistributedRunOptions& options);
@@ -255,7 +259,11 @@ class DistributedWorker {
   void feed(int rank);
   void start_keepalive(std::chrono::milliseconds interval);
   void stop_keepalive();
-  void fail(const std::exception& error);
+  // Stops everything after `error`; returns the run's failure from now on (the
+  // first one, or a diagnosis of it), for the caller to rethrow.
+  std::exception_ptr fail(const std::exception& error);
+  // The first failure explained from every rank's state, or nullptr.
+  std::exception_ptr diagnose(const std::exception& error);
   void check_alive() const;
 
   std::unique_ptr<Impl> impl_;

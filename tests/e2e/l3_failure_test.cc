@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
+#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 #include "common/wire/channel.h"
 #include "common/wire/protocol.h"
+#include "tests/e2e/chromium_render.h"
 #include "tests/e2e/l3_util.h"
 
 namespace pypto::e2e {
@@ -18,6 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::seconds;
+using Json = nlohmann::json;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -95,6 +99,104 @@ TEST(L3FailureTest, WaitThatIsNeverSatisfiedNamesTheProgramLineOfTheWait) {
   EXPECT_TRUE(survivors("wait_ptl_line").empty());
 }
 
+// A stall at world 4 explained from every rank's state (docs/dfx.md "Why a run
+// hangs"): one message naming the culprit at the end of the waits, each rank's
+// line under it, and the same in report/run.json. One build serves both faults:
+// `skip` names a rank that never notifies, `spin` one stuck in a long loop
+// before it would (compiled with neither, so the compiler's deadlock check passes).
+TEST(L3FailureTest, AStallNamesTheRankThatSkippedItsNotifyOrIsStuckInAKernel) {
+  const fs::path work = scratch_dir("l3_stall_diagnosis");
+  const fs::path program = work / "stall.ptl";
+  std::ofstream(program)
+      << "kernel aiv step(inp: in f32[1, 16], out: out f32[1, 16], signal: window i32[WORLD, 1],\n"
+         "                skip: i32, spin: i32, iters: i32) {\n"
+         "  let me = rank(); let n = world()\n"
+         "  if me == spin { for i in 0 .. iters { store(load(inp, [0, 0], [1, 16]), out, [0, 0]) } }\n"
+         "  if me != skip { for p in 0 .. n { if p != me { notify(signal, p, [me, 0], 1, add) } } }\n"
+         "  for s in 0 .. n { if s != me { wait(signal, [s, 0], ge, 1) } }\n"
+         "  store(load(inp, [0, 0], [1, 16]), out, [0, 0])\n"
+         "}\n"
+         "chip c(inp: in f32[1, 16], out: out f32[1, 16], signal: window i32[WORLD, 1],\n"
+         "       skip: i32, spin: i32, iters: i32) {\n"
+         "  step(inp, out, signal, skip, spin, iters)\n"
+         "}\n"
+         "host main(x: in f32[WORLD, 1, 16], y: out f32[WORLD, 1, 16], skip: i32, spin: i32,\n"
+         "          iters: i32) {\n"
+         "  let signal = window_buffer(i32[WORLD, 1])\n"
+         "  for r in 0 .. WORLD { c(x[r], y[r], signal, skip, spin, iters) on r }\n"
+         "}\n";
+  const fs::path dir = work / "build";
+  CoordResult c = run_split({PYPTO_COMPILE_BIN, program.string(), "-o", dir.string(), "--world",
+                             "4", "--scalar", "skip=-1", "--scalar", "spin=-1", "--scalar",
+                             "iters=0"});
+  ASSERT_EQ(c.exit_code, 0) << c.all();
+  // The error, once: its first line and one line per rank.
+  auto lines_of_error = [](const std::string& err) {
+    std::vector<std::string> lines;
+    const size_t at = err.find("pypto-coord: error: ");
+    if (at == std::string::npos) return lines;
+    std::istringstream in(err.substr(at));
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+
+  // Rank 2 skips its notifies: the others wait for row 2 of 'signal'.
+  CoordResult r = coord({"run", dir.string(), "--scalar", "skip=2", "--wait-timeout", "2"},
+                        l3_env("stall_skip"));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  std::vector<std::string> lines = lines_of_error(r.err);
+  ASSERT_EQ(lines.size(), 5u) << r.err;
+  EXPECT_EQ(lines[0],
+            "pypto-coord: error: dispatch d0 of program 'c' stalled: rank 2 is the likely "
+            "culprit: it finished dispatch d0 (program 'c') without notifying 'signal'[2, 0] on "
+            "ranks 0-1, 3");
+  for (int rank : {0, 1, 3}) {
+    const std::string& line = lines[static_cast<size_t>(rank) + 1];
+    EXPECT_TRUE(contains(line, "  rank " + std::to_string(rank) + ": wait")) << line;
+    EXPECT_TRUE(contains(line, "on 'signal'[2, 0] ge 1 (now 0) for rank 2")) << line;
+  }
+  EXPECT_EQ(lines[3], "  rank 2: finished dispatch d0 (program 'c')");
+  // The wait whose deadline passed first names its line of the program.
+  EXPECT_TRUE(contains(r.err, "(at " + program.string() + ":6)")) << r.err;
+  EXPECT_EQ(r.err.find("aborted by the coordinator"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("non-zero"), std::string::npos) << r.err;  // no mpirun banner
+  const Json report = Json::parse(slurp(dir / "report/run.json"));
+  EXPECT_EQ(report["result"], "FAIL");
+  EXPECT_EQ(report["diagnosis"]["culprits"], Json::array({2}));
+  EXPECT_EQ(report["diagnosis"]["ranks"][2]["state"], "finished");
+  EXPECT_EQ(report["diagnosis"]["ranks"][0]["waits_for"], Json::array({2}));
+  EXPECT_TRUE(survivors("stall_skip").empty());
+  // The failed run's page shows the diagnosis, and Chromium renders it cleanly.
+  const std::string html = slurp(dir / "report/run.html");
+  EXPECT_TRUE(contains(html, "rank 2 is the likely culprit")) << html;
+  if (fs::exists(kChromium)) {
+    const Rendering page = render(dir / "report/run.html", "stalled_run_html");
+    EXPECT_EQ(page.exit_code, 0) << page.log;
+    EXPECT_FALSE(contains(page.log, ":CONSOLE")) << page.log;
+    EXPECT_GT(page.png_bytes, 0u) << page.log;
+  }
+
+  // Rank 1 loops for a long time before it would notify: it is named, not the
+  // first rank whose wait expired.
+  r = coord({"run", dir.string(), "--scalar", "spin=1", "--scalar", "iters=2000000000",
+             "--wait-timeout", "2"},
+            l3_env("stall_spin"));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  lines = lines_of_error(r.err);
+  ASSERT_EQ(lines.size(), 5u) << r.err;
+  EXPECT_TRUE(contains(lines[0],
+                       "pypto-coord: error: dispatch d0 of program 'c' stalled: rank 1 is the "
+                       "likely culprit: it is still in kernel 'step' (task 0 on aiv core "))
+      << lines[0];
+  EXPECT_TRUE(contains(lines[2], "  rank 1: in dispatch d0 (program 'c'), in kernel 'step'"))
+      << lines[2];
+  for (int rank : {0, 2, 3})
+    EXPECT_TRUE(contains(lines[static_cast<size_t>(rank) + 1], "for rank 1")) << lines[rank + 1];
+  EXPECT_EQ(Json::parse(slurp(dir / "report/run.json"))["diagnosis"]["ranks"][1]["tasks"][0]["kernel"],
+            "step");
+  EXPECT_TRUE(survivors("stall_spin").empty());
+}
+
 // Starts the slow fixture in the background and waits until rank `rank` runs its dispatch.
 Background start_slow_run(const std::string& tag, const std::string& name) {
   const fs::path dir = copy_fixture("l3_broken/slow_w2", name);
@@ -105,6 +207,29 @@ Background start_slow_run(const std::string& tag, const std::string& name) {
   // Let the kernels start (they sleep in slices for ~20 s).
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   return coordinator;
+}
+
+// A kernel that ends its process with _exit(0): not a signal, not a crash, but an
+// exit with status 0 during the dispatch, as mpirun reports it (docs/errors.md).
+TEST(L3FailureTest, AKernelThatExitsWithStatusZeroIsNamedWithThatStatus) {
+  const fs::path dir = copy_fixture("l3_broken/slow_w2", "l3_exit_zero");
+  const fs::path kernel = dir / "next_levels/1/kernels/aiv/slow_copy.cpp";
+  std::string source = slurp(kernel);
+  const std::string entry = "extern \"C\" void kernel_entry(const pypto_kernel_args* args) {";
+  const size_t at = source.find(entry);
+  ASSERT_NE(at, std::string::npos);
+  source.replace(at, entry.size(), "#include <unistd.h>\n" + entry + "\n  _exit(0);");
+  spit(kernel, source);
+  const std::string tag = "exit_zero";
+  const auto start = Clock::now();
+  CoordResult r = coord({"run", dir.string()}, l3_env(tag));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  EXPECT_LT(seconds_since(start), 60.0);
+  EXPECT_TRUE(contains(r.err, "rank 1 (pid ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "exited with status 0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "dispatch d0 (program 'slow_orch')")) << r.err;
+  EXPECT_FALSE(contains(r.err, "killed")) << r.err;
+  EXPECT_TRUE(survivors(tag).empty());
 }
 
 TEST(L3FailureTest, KillMinus9OfOneAgentMidDispatchFailsNamingThatRankWithin5Seconds) {

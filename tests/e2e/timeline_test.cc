@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "tests/e2e/chromium_render.h"
 #include "tests/e2e/l3_util.h"
 
 namespace pypto::e2e {
@@ -18,37 +19,6 @@ namespace {
 using nlohmann::json;
 
 json read_json(const fs::path& path) { return json::parse(slurp(path)); }
-
-const fs::path kChromium = "/usr/bin/chromium";
-
-// Headless Chromium's screenshot of `page`; the browser's output (console
-// messages of the page appear as ":CONSOLE" lines).
-struct Rendering {
-  int exit_code = -1;
-  std::string log;
-  uintmax_t png_bytes = 0;
-};
-Rendering render(const fs::path& page, const std::string& name) {
-  const fs::path dir = scratch_dir("chromium_" + name);
-  const fs::path png = dir / "page.png";
-  SubprocessOptions options;
-  options.timeout = std::chrono::seconds(120);
-  // HOME and the profile inside the scratch directory: nothing outlives the test.
-  options.extra_env = {"HOME=" + dir.string()};
-  const SubprocessResult r = run_subprocess(
-      {kChromium.string(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-       "--user-data-dir=" + (dir / "profile").string(), "--enable-logging=stderr", "--v=0",
-       "--window-size=1200,900", "--screenshot=" + png.string(), "file://" + page.string()},
-      options);
-  Rendering result;
-  result.exit_code = r.timed_out ? -1 : r.exit_code;
-  result.log = r.output;
-  std::error_code ec;
-  result.png_bytes = fs::file_size(png, ec);
-  if (ec) result.png_bytes = 0;
-  fs::remove_all(dir);
-  return result;
-}
 
 TEST(TimelineE2ETest, AllreduceAtWorld8HasOneProcessPerRankAndTheRecordsSpans) {
   const fs::path dir = copy_fixture("l3/allreduce_w8", "timeline_allreduce_w8");

@@ -1,0 +1,47 @@
+// What this rank is doing, for the coordinator's STATE_QUERY after a dispatch
+// failed or stalled (docs/dfx.md "Why a run hangs"): the current (or last)
+// dispatch, the tasks in a kernel now and the dispatch's recent comm calls,
+// waits still blocked included. The worker thread writes it around each
+// dispatch and the cores post to its board and log; the control thread reads
+// a snapshot at any time, without stopping anything.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/wire/protocol.h"
+#include "orchestration/task_board.h"
+#include "rank_agent/comm_log.h"
+
+namespace pypto::rank {
+
+class RankActivity {
+ public:
+  // Comm calls a snapshot carries at most (the most recent).
+  static constexpr size_t kSnapshotOps = 128;
+
+  chip::TaskBoard& board() { return board_; }
+  CommLog& comm_log() { return comm_log_; }
+  const CommLog& comm_log() const { return comm_log_; }
+
+  // Worker thread: a dispatch begins (clears the log) and ends. `window_names`
+  // by window id, for the snapshot's comm calls; `cell_bytes` their element sizes.
+  void dispatch_started(int64_t index, std::string program, std::vector<std::string> window_names,
+                        std::vector<uint64_t> cell_bytes);
+  void dispatch_ended(bool ok, std::string error);
+
+  // Any thread.
+  wire::RankState snapshot() const;
+
+ private:
+  chip::TaskBoard board_;
+  CommLog comm_log_;
+  mutable std::mutex mu_;
+  wire::RankState state_;  // without tasks and comm calls; guarded by mu_
+  std::vector<std::string> window_names_;
+  std::vector<uint64_t> cell_bytes_;
+};
+
+}  // namespace pypto::rank
