@@ -2,11 +2,14 @@
 // the real pypto-coord (8 or 2 rank agents under mpirun for the L3 ones) and
 // validates against the golden data of the reference interpreter.
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <tuple>
 
 #include "pypto/npy.h"
+#include "tests/e2e/chromium_render.h"
 #include "tests/e2e/l3_util.h"
+#include "tests/e2e/trace_format.h"
 
 namespace pypto::e2e {
 namespace {
@@ -26,7 +29,10 @@ TEST_P(ExampleTest, CompilesRunsAndValidates) {
   ASSERT_EQ(c.exit_code, 0) << c.all();
   EXPECT_TRUE(contains(c.out, "wrote L3 build")) << c.out;
 
-  CoordResult r = coord({"run", dir.string(), "--validate"}, l3_env(name));
+  // At world 8 with the timeline and the dependency arrows (docs/dfx.md).
+  std::vector<std::string> args = {"run", dir.string(), "--validate"};
+  if (world == 8) args.insert(args.end(), {"--swimlane", "--dep-gen"});
+  CoordResult r = coord(args, l3_env(name));
   ASSERT_EQ(r.exit_code, 0) << r.all();
   EXPECT_TRUE(contains(r.out, "validation: passed")) << r.out;
   // Every rank ran every dispatch of the plan, and left its DFX behind.
@@ -35,6 +41,29 @@ TEST_P(ExampleTest, CompilesRunsAndValidates) {
                            "d0/dispatch_program.json"))
         << "rank " << rank;
   EXPECT_TRUE(survivors(name).empty()) << "processes of the run were left behind";
+  if (world != 8) return;
+
+  // The timeline: in the trace-event format, one process per rank, and every
+  // arrow between ranks from one rank to another.
+  const nlohmann::json trace = nlohmann::json::parse(slurp(dir / "dfx_outputs/timeline.json"));
+  const std::vector<std::string> problems = trace_format_problems(trace);
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problem(s), the first: " << problems[0];
+  std::set<int> processes;
+  size_t comm_flows = 0, waits = 0;
+  for (const nlohmann::json& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["pid"].get<int>());
+    comm_flows += e["ph"] == "s" && e.value("cat", "") == "comm";
+    waits += e["ph"] == "X" && e.value("cat", "") == "wait";
+  }
+  EXPECT_EQ(processes.size(), 8u);
+  if (waits > 0) EXPECT_GT(comm_flows, 0u) << "waits but no notify -> wait arrow";
+  // The report renders in Chromium without a console message.
+  if (fs::exists(kChromium)) {
+    const Rendering page = render(dir / "report/run.html", "example_" + name);
+    EXPECT_EQ(page.exit_code, 0) << page.log;
+    EXPECT_FALSE(contains(page.log, ":CONSOLE")) << page.log;
+    EXPECT_GT(page.png_bytes, 20000u) << page.log;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -12,6 +12,7 @@
 
 #include "tests/e2e/chromium_render.h"
 #include "tests/e2e/l3_util.h"
+#include "tests/e2e/trace_format.h"
 
 namespace pypto::e2e {
 namespace {
@@ -32,6 +33,8 @@ TEST(TimelineE2ETest, AllreduceAtWorld8HasOneProcessPerRankAndTheRecordsSpans) {
   const std::string written = slurp(file);
   const json trace = json::parse(written);  // valid JSON, or the test fails here
   ASSERT_TRUE(trace["traceEvents"].is_array());
+  const std::vector<std::string> problems = trace_format_problems(trace);
+  EXPECT_TRUE(problems.empty()) << problems.size() << " problem(s), the first: " << problems[0];
   const int64_t origin = trace["otherData"]["origin_ns"].get<int64_t>();
 
   std::map<int, std::string> processes;
