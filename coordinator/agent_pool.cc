@@ -733,7 +733,12 @@ void AgentPool::abort_all(const std::string& reason) {
   }
 }
 
-void AgentPool::shutdown_all() {
+void AgentPool::shutdown_all(milliseconds linger) {
+  try {
+    channel_.socket().set(zmq::sockopt::linger, static_cast<int>(linger.count()));
+  } catch (const zmq::error_t& e) {
+    log::debug("cannot set the control socket's linger: {}", e.what());
+  }
   for (AgentInfo& agent : agents_) {
     if (agent.identity.empty() || agent.process_gone) continue;
     try {

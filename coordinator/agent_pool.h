@@ -152,8 +152,10 @@ class AgentPool {
 
   // Best effort, never throws: ABORT to every agent whose process is not known gone.
   void abort_all(const std::string& reason);
-  // SHUTDOWN to every agent; never throws.
-  void shutdown_all();
+  // SHUTDOWN to every agent; never throws. The ROUTER then lingers up to
+  // `linger` when it closes, so a loaded host still sends the SHUTDOWNs to live
+  // agents before the process exits (external agents have no job to wait for).
+  void shutdown_all(std::chrono::milliseconds linger = std::chrono::seconds(5));
 
   const AgentInfo& agent(int rank) const { return agents_.at(static_cast<size_t>(rank)); }
   void set_activity(int rank, std::string activity);
