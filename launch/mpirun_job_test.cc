@@ -6,6 +6,7 @@
 
 #include "launch/agents.h"
 #include "launch/job.h"
+#include "launch/job_scratch.h"
 #include "launch/launch_test_util.h"
 #include "launch/mpirun_command.h"
 #include "tests/scoped_env.h"
@@ -30,10 +31,15 @@ class MpirunJobTest : public ::testing::Test {
     env_.unset("PYPTO_RANK");
     options_.mpirun = fs::path(PYPTO_BUILD_MPIEXEC);
     options_.coord_endpoint = "tcp://127.0.0.1:45678";
+    // Open MPI's session directory in a scratch of the test's, as a run's is
+    // (launch/job_scratch.h): a killed mpirun cannot leave /tmp/ompi.* behind.
+    scratch_ = JobScratch::create({});
+    for (const std::string& entry : scratch_.env()) options_.env.push_back(entry);
   }
   Job start() { return start_agents(options_); }
   TempDir dir_;
   ScopedEnv env_;
+  JobScratch scratch_;  // removed after the test's job has ended
   MpirunOptions options_;
 };
 
@@ -45,7 +51,7 @@ TEST_F(MpirunJobTest, RanksGetTheirArgumentsAndEnvironment) {
                                                 "/rank.$OMPI_COMM_WORLD_RANK\n");
   options_.world = 4;  // more ranks than the 2 cores here: needs --oversubscribe
   options_.agent_args = {"--wait-timeout", "5"};
-  options_.env = {"PYPTO_LAUNCH_TEST=exported"};
+  options_.env.push_back("PYPTO_LAUNCH_TEST=exported");
   Job job = start();
   const auto status = job.wait_for(std::chrono::seconds(60));
   ASSERT_TRUE(status) << "mpirun did not finish";
