@@ -722,6 +722,21 @@ std::vector<AgentPool::GatheredState> AgentPool::gather_states(Clock::time_point
   return states;
 }
 
+bool AgentPool::wait_local_agents_gone(Clock::time_point deadline) {
+  for (const AgentInfo& agent : agents_)
+    if (agent.identity.empty() || !agent.local || agent.pidfd < 0) return false;
+  for (;;) {
+    note_gone_processes();
+    std::vector<zmq_pollitem_t> items;
+    for (const AgentInfo& agent : agents_)
+      if (!agent.process_gone) items.push_back({nullptr, agent.pidfd, ZMQ_POLLIN, 0});
+    if (items.empty()) return true;
+    const auto left = duration_cast<milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    zmq_poll(items.data(), static_cast<int>(items.size()), std::clamp<long>(left, 1, 100));
+  }
+}
+
 void AgentPool::abort_all(const std::string& reason) {
   for (AgentInfo& agent : agents_) {
     if (agent.identity.empty() || agent.process_gone) continue;

@@ -152,6 +152,11 @@ class AgentPool {
 
   // Best effort, never throws: ABORT to every agent whose process is not known gone.
   void abort_all(const std::string& reason);
+  // After abort_all: waits until the process of every agent is known to have ended
+  // (all on this host, watched through pidfds) or `deadline`; true when they have.
+  // False at once when some agent is remote or never connected. Never throws.
+  bool wait_local_agents_gone(Clock::time_point deadline);
+
   // SHUTDOWN to every agent; never throws. The ROUTER then lingers up to
   // `linger` when it closes, so a loaded host still sends the SHUTDOWNs to live
   // agents before the process exits (external agents have no job to wait for).

@@ -68,6 +68,8 @@ constexpr milliseconds kPrepareSlack{std::chrono::seconds(2)};
 // itself. It gets this long before it is signalled (a second stop to an mpirun already
 // aborting crashed it in PMIx_Finalize), so exactly one stop sequence runs.
 constexpr milliseconds kSelfStopGrace{std::chrono::seconds(3)};
+// How long mpirun gets to exit once its agents have left: it tidies up in milliseconds.
+constexpr milliseconds kLauncherAfterAgents{300};
 // Clock probes at startup: a few round trips, bounded so a slow host delays little.
 constexpr int kClockRounds = 5;
 constexpr milliseconds kClockProbeTime{std::chrono::seconds(3)};
@@ -578,7 +580,13 @@ std::exception_ptr DistributedWorker::fail(const std::exception& error) {
     bool told = false;
     for (int r = 0; impl_->pool && r < world_; ++r)
       told = told || !impl_->pool->agent(r).identity.empty();
-    if (told && !impl_->job->wait_for(kSelfStopGrace) && impl_->scratch) {
+    // Once every agent (all on this host) has left, mpirun only sits out its kill
+    // timeout (odls_base_sigkill_timeout, a second or two) before it exits: when its
+    // files are ours to remove, it is not waited for.
+    const bool agents_gone = told && impl_->scratch &&
+                             impl_->pool->wait_local_agents_gone(Clock::now() + kSelfStopGrace);
+    if (told && !impl_->job->wait_for(agents_gone ? kLauncherAfterAgents : kSelfStopGrace) &&
+        impl_->scratch) {
       // Still aborting: a SIGTERM now would land in its teardown. Everything runs on
       // this host and its files are the job's own directories: kill, then remove them.
       impl_->job->kill_all();
