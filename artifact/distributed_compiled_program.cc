@@ -207,8 +207,8 @@ DistributedCompiledProgram DistributedCompiledProgram::from_dir(
                           "is a symbolic link to " + target.generic_string() +
                               ", outside the build directory " + build_root.generic_string() +
                               "; a build must contain its own sub-builds",
-                          "Replace the link with a copy of the sub-build, or " +
-                              recompile_remedy(dir));
+                          "Replace the link with a copy of the sub-build, or r" +
+                              recompile_remedy(dir).substr(1));  // "...or rewrite it by..."
   };
   refuse_link_out_of_build(dir / fs::path(kNextLevelsDir));
   // Every rank's sub-build must be there; a missing one is reported as its
