@@ -195,6 +195,13 @@ class Emitter {
 
   void block(const std::vector<Inst>& body, int depth) {
     for (size_t i = 0; i < body.size();) {
+      if (const size_t store = direct_copy(body, i)) {
+        // The scalar instructions in between (the store's offsets) go first.
+        for (size_t j = i + 1; j < store; ++j) emit(body[j], depth);
+        copy(body[i], body[store], depth);
+        i = store + 1;
+        continue;
+      }
       const size_t end = fusible_run(body, i);
       if (end > i + 1) {
         fused(body, i, end, depth);
@@ -203,6 +210,75 @@ class Emitter {
         emit(body[i], depth);
         ++i;
       }
+    }
+  }
+
+  // ------------------------------------------------------------ direct copies
+  // `%t = tload/tremote_load ...; tstore %t, ...` where %t is used nowhere else:
+  // the region goes straight from its source to its destination (Kernel::copy,
+  // Kernel::remote_copy in pypto/pto_runtime.h), one copy instead of two through
+  // the tile. A tensor-to-tensor f32 copy is left to a fused group, which makes
+  // one pass already.
+  // The index of the tstore that takes body[i]'s tile straight on, or 0: body[i]
+  // is a tload / tremote_load whose register nothing else uses, and only scalar
+  // instructions that cannot fail and write none of its operands come between.
+  size_t direct_copy(const std::vector<Inst>& body, size_t i) {
+    const Inst& first = body[i];
+    if (first.op != Opcode::kTLoad && first.op != Opcode::kTRemoteLoad) return 0;
+    if (unit_uses_.empty()) count_regs(u_.body, unit_uses_);
+    if (unit_uses_[first.dst] != 2) return 0;  // defined here, stored there, nothing else
+    std::set<int> operands;
+    for (const Operand& o : first.args) {
+      if (o.kind == Operand::kReg) operands.insert(o.reg);
+      for (const Operand& x : o.index)
+        if (x.kind == Operand::kReg) operands.insert(x.reg);
+    }
+    for (size_t j = i + 1; j < body.size(); ++j) {
+      const Inst& inst = body[j];
+      if (inst.op == Opcode::kTStore) {
+        if (inst.args[0].kind != Operand::kReg || inst.args[0].reg != first.dst) return 0;
+        if (first.op == Opcode::kTLoad && param(first.args[0]).kind == ParamKind::kTensor &&
+            param(inst.args[1]).kind == ParamKind::kTensor)
+          return 0;
+        return j;
+      }
+      switch (inst.op) {
+        case Opcode::kMov: case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul:
+        case Opcode::kMin: case Opcode::kMax: case Opcode::kNeg: case Opcode::kNot:
+        case Opcode::kAnd: case Opcode::kOr: case Opcode::kEq: case Opcode::kNe:
+        case Opcode::kLt: case Opcode::kLe: case Opcode::kGt: case Opcode::kGe:
+        case Opcode::kItof:
+          if (operands.count(inst.dst)) return 0;
+          break;
+        default:
+          return 0;
+      }
+    }
+    return 0;
+  }
+
+  void copy(const Inst& first, const Inst& second, int depth) {
+    line(depth, "// " + one_line(first));
+    line(depth, "// " + one_line(second));
+    line(depth, "(void)" + reg(first.dst) + ";  // its tile is not needed");
+    site(depth, first);
+    const RegType& t = type(first.dst);
+    const Param& to = param(second.args[1]);
+    std::string dst_offsets;
+    for (size_t i = 0; i < second.args[1].index.size(); ++i)
+      dst_offsets += (i ? ", " : "") + value(second.args[1].index[i]);
+    const std::string pre = offsets(first.args[0]) + " const int64_t to[] = {" + dst_offsets + "};";
+    const Param& from = param(first.args[0]);
+    const std::string dst = "p_" + to.name + ", \"" + to.name + "\", to";
+    if (first.op == Opcode::kTLoad) {
+      guarded(depth, pre,
+              "k.copy<" + std::string(ctype(t.dtype)) + ">(p_" + from.name + ", \"" + from.name +
+                  "\", o, " + rc(t) + ", " + dst + ")");
+    } else {
+      guarded(depth, pre,
+              "k.remote_copy<" + std::string(ctype(t.dtype)) + ">(id_" + from.name + ", p_" +
+                  from.name + ", \"" + from.name + "\", " + value(first.args[1]) + ", o, " + rc(t) +
+                  ", " + dst + ")");
     }
   }
 

@@ -370,6 +370,69 @@ struct Kernel {
     return true;
   }
 
+  // A tile loaded only to be stored (`store(load(src, ...), dst, ...)`, or
+  // `store(remote_load(w, peer, ...), dst, ...)` with `peer` >= 0): the region
+  // goes straight from the source to `dst`, one copy instead of two through the
+  // tile. Checks both regions as load and store would.
+  template <class T>
+  bool copy(const pypto_tensor& src, const char* src_name, const int64_t* src_off, int64_t rows,
+            int64_t cols, const pypto_tensor& dst, const char* dst_name,
+            const int64_t* dst_off) const {
+    if (!region(src, src_name, src_off, rows, cols, "load")) return false;
+    if (!region(dst, dst_name, dst_off, rows, cols, "store")) return false;
+    const T* from = static_cast<const T*>(src.data) + element_offset(src, src_off);
+    T* to = static_cast<T*>(dst.data) + element_offset(dst, dst_off);
+    const int64_t srs = row_stride(src), drs = row_stride(dst);
+    // The regions' spans, to see whether they overlap (two views of one buffer).
+    const char* const from_end = reinterpret_cast<const char*>(from + (rows - 1) * srs + cols);
+    const char* const to_end = reinterpret_cast<const char*>(to + (rows - 1) * drs + cols);
+    const bool overlap = reinterpret_cast<const char*>(from) < to_end &&
+                         reinterpret_cast<const char*>(to) < from_end;
+    if (col_stride(src) != 1 || col_stride(dst) != 1 || overlap) {  // through a tile after all
+      T* tile = static_cast<T*>(malloc(size_t(rows * cols) * sizeof(T)));
+      if (!tile) return (fail("out of memory in load"), false);
+      const bool ok = load(src, src_name, src_off, rows, cols, tile) &&
+                      store(tile, rows, cols, dst, dst_name, dst_off);
+      free(tile);
+      return ok;
+    }
+    if (rows == 1 || (srs == cols && drs == cols)) {
+      memcpy(to, from, size_t(rows * cols) * sizeof(T));
+    } else {
+      for (int64_t r = 0; r < rows; ++r) memcpy(to + r * drs, from + r * srs, size_t(cols) * sizeof(T));
+    }
+    return true;
+  }
+  template <class T>
+  bool remote_copy(int32_t id, const pypto_tensor& w, const char* name, int64_t peer,
+                   const int64_t* off, int64_t rows, int64_t cols, const pypto_tensor& dst,
+                   const char* dst_name, const int64_t* dst_off) const {
+    if (!region(w, name, off, rows, cols, "remote_load")) return false;
+    if (!region(dst, dst_name, dst_off, rows, cols, "store")) return false;
+    // Strided columns, or this rank's own copy of the window (it may overlap
+    // `dst`): through a tile after all.
+    if (col_stride(dst) != 1 || peer == args->ctx->rank) {
+      T* tile = static_cast<T*>(malloc(size_t(rows * cols) * sizeof(T)));
+      if (!tile) return (fail("out of memory in remote_load"), false);
+      const bool ok = remote_load(id, w, name, peer, off, rows, cols, tile) &&
+                      store(tile, rows, cols, dst, dst_name, dst_off);
+      free(tile);
+      return ok;
+    }
+    const pypto_kernel_ctx* ctx = args->ctx;
+    T* to = static_cast<T*>(dst.data) + element_offset(dst, dst_off);
+    const int64_t base = element_offset(w, off);
+    const int64_t rs = row_stride(w), drs = row_stride(dst);
+    if (rows == 1 || (rs == cols && drs == cols))
+      return comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), to,
+                                    uint64_t(rows * cols) * sizeof(T)) == 0;
+    for (int64_t r = 0; r < rows; ++r)
+      if (comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
+                                 to + r * drs, uint64_t(cols) * sizeof(T)) != 0)
+        return false;
+    return true;
+  }
+
   template <class T>
   bool remote_store(const T* src, int64_t rows, int64_t cols, int32_t id, const pypto_tensor& w,
                     const char* name, int64_t peer, const int64_t* off, int32_t op) const {
