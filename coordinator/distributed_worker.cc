@@ -583,9 +583,12 @@ std::exception_ptr DistributedWorker::fail(const std::exception& error) {
     // Once every agent (all on this host) has left, mpirun only sits out its kill
     // timeout (odls_base_sigkill_timeout, a second or two) before it exits: when its
     // files are ours to remove, it is not waited for.
-    const bool agents_gone = told && impl_->scratch &&
-                             impl_->pool->wait_local_agents_gone(Clock::now() + kSelfStopGrace);
-    if (told && !impl_->job->wait_for(agents_gone ? kLauncherAfterAgents : kSelfStopGrace) &&
+    const auto grace_end = Clock::now() + kSelfStopGrace;
+    const bool agents_gone =
+        told && impl_->scratch && impl_->pool->wait_local_agents_gone(grace_end);
+    const auto grace_left = std::max(
+        milliseconds(0), std::chrono::duration_cast<milliseconds>(grace_end - Clock::now()));
+    if (told && !impl_->job->wait_for(agents_gone ? kLauncherAfterAgents : grace_left) &&
         impl_->scratch) {
       // Still aborting: a SIGTERM now would land in its teardown. Everything runs on
       // this host and its files are the job's own directories: kill, then remove them.
