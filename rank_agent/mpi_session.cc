@@ -82,6 +82,13 @@ MpiSession::MpiSession(const Options& options) {
     spans_nodes_ = one_sided.spans_nodes;
     one_sided_note_ = one_sided.note;
     log::debug("MPI one-sided: {}", one_sided.note);
+    // An agent's MPI waits (window creation, collectives inside MPI) share the
+    // CPUs with its core and control threads and with the host's other agents:
+    // Open MPI spins in them unless it counts the node as oversubscribed, which a
+    // hostfile with enough slots hides; spinning there is the likely cause of a
+    // 10 s silence of the control plane seen on simulated hosts while ranks
+    // created their windows. A user's setting wins.
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     int argc = 0;
     char** argv = nullptr;
     check_mpi(MPI_Init_thread(&argc, &argv, options.required_thread_level, &provided_),
