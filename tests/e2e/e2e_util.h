@@ -58,14 +58,30 @@ inline std::string generated_body(const std::string& kernel_source) {
   return kernel_source.substr(b + begin.size(), e - b - begin.size());
 }
 
-// A fresh scratch directory under the test temp dir.
+// This test process's own directory under the test temp dir: every scratch
+// directory, the agents' shared store, captured stderr. ScratchCleanup removes it.
+inline fs::path process_scratch_root() {
+  return fs::path(::testing::TempDir()) / ("pypto_e2e_" + std::to_string(::getpid()));
+}
+
+// A fresh scratch directory under the process's root.
 inline fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       ("pypto_e2e_" + std::to_string(::getpid())) / name;
+  const fs::path dir = process_scratch_root() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
 }
+
+// Removes process_scratch_root() when the test program ends (nothing of a
+// test run outlives it). Each test binary registers one:
+//   ::testing::AddGlobalTestEnvironment(new ScratchCleanup)
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(process_scratch_root(), ec);
+  }
+};
 
 // Runs `argv` (argv[0] a program) with stdout and stderr kept apart: the
 // exec markers must be alone on stdout.
@@ -74,9 +90,9 @@ inline CoordResult run_split(const std::vector<std::string>& argv,
                              const std::vector<std::string>& env = {},
                              const std::optional<fs::path>& cwd = std::nullopt) {
   static int counter = 0;
-  const fs::path err_file = fs::path(::testing::TempDir()) /
-                            ("pypto_e2e_stderr_" + std::to_string(::getpid()) + "_" +
-                             std::to_string(counter++));
+  std::error_code mkdir_ec;
+  fs::create_directories(process_scratch_root(), mkdir_ec);
+  const fs::path err_file = process_scratch_root() / ("stderr_" + std::to_string(counter++));
   std::vector<std::string> sh{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\"$PYPTO_E2E_STDERR\""};
   sh.insert(sh.end(), argv.begin(), argv.end());
   SubprocessOptions sub;

@@ -28,7 +28,7 @@ inline const fs::path kMpirun = PYPTO_MPIEXEC;
 // process: a source compiles once per test run. Tests that count shipped bytes
 // pass their own.
 inline fs::path shared_agent_store() {
-  return fs::path(::testing::TempDir()) / ("pypto_e2e_l3_store_" + std::to_string(::getpid()));
+  return process_scratch_root() / "_agent_store";
 }
 
 // The environment of an L3 run: where pypto-coord finds pypto-rank, the

@@ -6,15 +6,7 @@
 namespace pypto::e2e {
 namespace {
 
-// Removes this process's scratch directories when the suite ends.
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(fs::path(::testing::TempDir()) / ("pypto_e2e_" + std::to_string(::getpid())),
-                   ec);
-  }
-};
+// The test binary's one cleanup of its scratch (tests/e2e/e2e_util.h).
 [[maybe_unused]] ::testing::Environment* const kCleanup =
     ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 

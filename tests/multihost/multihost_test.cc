@@ -47,6 +47,8 @@ class SimHostsEnvironment : public ::testing::Environment {
     g_hosts = nullptr;
   }
 };
+// Registered first, so torn down last: after the hosts, the process's scratch goes.
+const auto* const g_cleanup = ::testing::AddGlobalTestEnvironment(new e2e::ScratchCleanup);
 const auto* const g_environment = ::testing::AddGlobalTestEnvironment(new SimHostsEnvironment);
 
 // What an L3 run needs in its environment: the build tree's binaries. No
