@@ -183,10 +183,11 @@ class Emitter {
   std::string as_float(const Operand& o) const {
     return is_float(o) ? value(o) : "float(" + value(o) + ")";
   }
-  std::string offsets(const Operand& region) const {
+  // `const int64_t <name>[] = {...};`: the region's offsets, as the runtime's calls take them.
+  std::string offsets(const Operand& region, const char* name = "o") const {
     std::string s;
     for (size_t i = 0; i < region.index.size(); ++i) s += (i ? ", " : "") + value(region.index[i]);
-    return "const int64_t o[] = {" + s + "};";
+    return std::string("const int64_t ") + name + "[] = {" + s + "};";
   }
   std::string n(const RegType& t) const { return std::to_string(t.rows * t.cols); }
   std::string rc(const RegType& t) const {
@@ -264,10 +265,7 @@ class Emitter {
     site(depth, first);
     const RegType& t = type(first.dst);
     const Param& to = param(second.args[1]);
-    std::string dst_offsets;
-    for (size_t i = 0; i < second.args[1].index.size(); ++i)
-      dst_offsets += (i ? ", " : "") + value(second.args[1].index[i]);
-    const std::string pre = offsets(first.args[0]) + " const int64_t to[] = {" + dst_offsets + "};";
+    const std::string pre = offsets(first.args[0]) + " " + offsets(second.args[1], "to");
     const Param& from = param(first.args[0]);
     const std::string dst = "p_" + to.name + ", \"" + to.name + "\", to";
     if (first.op == Opcode::kTLoad) {

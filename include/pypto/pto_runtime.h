@@ -357,17 +357,43 @@ struct Kernel {
   bool remote_load(int32_t id, const pypto_tensor& w, const char* name, int64_t peer,
                    const int64_t* off, int64_t rows, int64_t cols, T* dst) const {
     if (!region(w, name, off, rows, cols, "remote_load")) return false;
+    return remote_rows(id, w, peer, off, rows, cols, dst, cols);
+  }
+
+  // The peer's [rows, cols] region of window `w` at `off` (checked by the caller)
+  // into `to`, whose rows are `ld` elements apart: one comm call when both
+  // sides are contiguous, else one per row.
+  template <class T>
+  bool remote_rows(int32_t id, const pypto_tensor& w, int64_t peer, const int64_t* off,
+                   int64_t rows, int64_t cols, T* to, int64_t ld) const {
     const pypto_kernel_ctx* ctx = args->ctx;
     const int64_t base = element_offset(w, off);
     const int64_t rs = row_stride(w);
-    if (rows == 1 || rs == cols)
-      return comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), dst,
+    if (rows == 1 || (rs == cols && ld == cols))
+      return comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), to,
                                     uint64_t(rows * cols) * sizeof(T)) == 0;
     for (int64_t r = 0; r < rows; ++r)
       if (comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
-                                 dst + r * cols, uint64_t(cols) * sizeof(T)) != 0)
+                                 to + r * ld, uint64_t(cols) * sizeof(T)) != 0)
         return false;
     return true;
+  }
+
+  // `fill` writes a [rows, cols] tile, which is then stored into `dst` at
+  // `dst_off`: copy() and remote_copy() when the direct way does not apply.
+  template <class T, class Fill>
+  bool through_tile(int64_t rows, int64_t cols, Fill fill, const pypto_tensor& dst,
+                    const char* dst_name, const int64_t* dst_off, const char* what) const {
+    T* tile = static_cast<T*>(malloc(size_t(rows * cols) * sizeof(T)));
+    if (!tile) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "out of memory in %s", what);
+      fail(msg);
+      return false;
+    }
+    const bool ok = fill(tile) && store(tile, rows, cols, dst, dst_name, dst_off);
+    free(tile);
+    return ok;
   }
 
   // A tile loaded only to be stored (`store(load(src, ...), dst, ...)`, or
@@ -388,14 +414,10 @@ struct Kernel {
     const char* const to_end = reinterpret_cast<const char*>(to + (rows - 1) * drs + cols);
     const bool overlap = reinterpret_cast<const char*>(from) < to_end &&
                          reinterpret_cast<const char*>(to) < from_end;
-    if (col_stride(src) != 1 || col_stride(dst) != 1 || overlap) {  // through a tile after all
-      T* tile = static_cast<T*>(malloc(size_t(rows * cols) * sizeof(T)));
-      if (!tile) return (fail("out of memory in load"), false);
-      const bool ok = load(src, src_name, src_off, rows, cols, tile) &&
-                      store(tile, rows, cols, dst, dst_name, dst_off);
-      free(tile);
-      return ok;
-    }
+    if (col_stride(src) != 1 || col_stride(dst) != 1 || overlap)  // through a tile after all
+      return through_tile<T>(
+          rows, cols, [&](T* tile) { return load(src, src_name, src_off, rows, cols, tile); },
+          dst, dst_name, dst_off, "load");
     if (rows == 1 || (srs == cols && drs == cols)) {
       memcpy(to, from, size_t(rows * cols) * sizeof(T));
     } else {
@@ -411,26 +433,13 @@ struct Kernel {
     if (!region(dst, dst_name, dst_off, rows, cols, "store")) return false;
     // Strided columns, or this rank's own copy of the window (it may overlap
     // `dst`): through a tile after all.
-    if (col_stride(dst) != 1 || peer == args->ctx->rank) {
-      T* tile = static_cast<T*>(malloc(size_t(rows * cols) * sizeof(T)));
-      if (!tile) return (fail("out of memory in remote_load"), false);
-      const bool ok = remote_load(id, w, name, peer, off, rows, cols, tile) &&
-                      store(tile, rows, cols, dst, dst_name, dst_off);
-      free(tile);
-      return ok;
-    }
-    const pypto_kernel_ctx* ctx = args->ctx;
+    if (col_stride(dst) != 1 || peer == args->ctx->rank)
+      return through_tile<T>(
+          rows, cols,
+          [&](T* tile) { return remote_rows(id, w, peer, off, rows, cols, tile, cols); }, dst,
+          dst_name, dst_off, "remote_load");
     T* to = static_cast<T*>(dst.data) + element_offset(dst, dst_off);
-    const int64_t base = element_offset(w, off);
-    const int64_t rs = row_stride(w), drs = row_stride(dst);
-    if (rows == 1 || (rs == cols && drs == cols))
-      return comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base) * sizeof(T), to,
-                                    uint64_t(rows * cols) * sizeof(T)) == 0;
-    for (int64_t r = 0; r < rows; ++r)
-      if (comm()->remote_load(ctx, id, (int32_t)peer, uint64_t(base + r * rs) * sizeof(T),
-                                 to + r * drs, uint64_t(cols) * sizeof(T)) != 0)
-        return false;
-    return true;
+    return remote_rows(id, w, peer, off, rows, cols, to, row_stride(dst));
   }
 
   template <class T>
