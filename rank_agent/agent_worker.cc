@@ -138,6 +138,8 @@ struct AgentWorker::Build {
   fs::path dir;
   std::vector<wire::WireWindow> windows_spec;
   std::unique_ptr<WindowSet> windows;
+  // Names and element sizes of `windows`, for the comm log's readers.
+  std::shared_ptr<const CommWindows> comm_windows;
   bool ready = false;
   // Loaded and assembled once by prepare, so a dispatch neither re-reads the
   // sidecar nor re-checks the binary cache (kPreparePlatform's binaries).
@@ -375,6 +377,7 @@ void AgentWorker::prepare(PrepareJob& job) {
         std::erase(build_order_, manifest.build);
       }
       build.windows = std::make_unique<WindowSet>(*session_, window_specs(manifest.windows));
+      build.comm_windows = std::make_shared<const CommWindows>(comm_windows(*build.windows));
       build.windows_spec = manifest.windows;
       build_order_.push_back(manifest.build);
     }
@@ -591,14 +594,7 @@ void AgentWorker::dispatch(DispatchJob& job) {
     context.rank = rank;
     context.world = session_->world();
     context.comm = comm_api();
-    std::vector<std::string> window_names;
-    std::vector<uint64_t> cell_bytes;
-    for (int w = 0; w < build.windows->size(); ++w) {
-      window_names.push_back(build.windows->spec(w).name);
-      cell_bytes.push_back(dtype_size(build.windows->spec(w).dtype));
-    }
-    activity_.dispatch_started(static_cast<int64_t>(d.index), d.program, std::move(window_names),
-                               std::move(cell_bytes));
+    activity_.dispatch_started(static_cast<int64_t>(d.index), d.program, build.comm_windows);
     comm_state.set_log(&activity_.comm_log());
     context.comm_state = &comm_state;
     context.task_board = &activity_.board();
@@ -632,7 +628,7 @@ void AgentWorker::dispatch(DispatchJob& job) {
     if (result.dfx_dir) {
       if (config.enable_chip_swimlane > 0)
         write_file_atomic(*result.dfx_dir / "comm_ops.json",
-                          comm_ops_json(activity_.comm_log(), *build.windows, rank).dump() + "\n");
+                          comm_ops_json(activity_.comm_log(), *build.comm_windows, rank).dump() + "\n");
       for (const std::string& file : files_under(*result.dfx_dir)) {
         frames.push_back(wire::frame_of(read_file(*result.dfx_dir / file)));
         done.dfx_files.push_back(file);

@@ -78,30 +78,40 @@ std::vector<CommOp> CommLog::recent(size_t limit) const {
   return ops;
 }
 
-Json comm_ops_json(const CommLog& log, const WindowSet& windows, int rank) {
+CommWindows comm_windows(const WindowSet& windows) {
+  CommWindows result;
+  for (int w = 0; w < windows.size(); ++w)
+    result.push_back({windows.spec(w).name, dtype_size(windows.spec(w).dtype)});
+  return result;
+}
+
+const char* comm_op_mode_name(const CommOp& op) {
+  if (op.kind == CommOpKind::kNotify) return op.mode == PYPTO_STORE_ADD ? "add" : "set";
+  if (op.kind != CommOpKind::kWait) return nullptr;
+  const char* cmp = cmp_name(op.mode);
+  return cmp ? cmp : "?";
+}
+
+Json comm_ops_json(const CommLog& log, const CommWindows& windows, int rank) {
   const std::vector<CommOp> ops = log.recent();
   Json list = Json::array();
   for (const CommOp& op : ops) {
     Json e = {{"kind", comm_op_kind_name(op.kind)}, {"task_id", op.task_id},
               {"core_id", op.core_id}, {"start_ns", op.start_ns}, {"end_ns", op.end_ns},
               {"ok", op.ok}};
-    if (op.window >= 0 && op.window < windows.size()) {
-      const WindowSpec& spec = windows.spec(op.window);
-      e["window"] = spec.name;
+    if (op.window >= 0 && static_cast<size_t>(op.window) < windows.size()) {
+      const CommWindow& window = windows[static_cast<size_t>(op.window)];
+      e["window"] = window.name;
       e["window_id"] = op.window;
       e["offset"] = op.offset;
-      e["cell"] = op.offset / dtype_size(spec.dtype);
+      e["cell"] = op.offset / window.cell_bytes;
     }
     if (op.peer >= 0) e["peer"] = op.peer;
     if (op.bytes) e["bytes"] = op.bytes;
-    if (op.kind == CommOpKind::kNotify) {
+    if (const char* mode = comm_op_mode_name(op)) {
       e["value"] = op.value;
-      e["op"] = op.mode == PYPTO_STORE_ADD ? "add" : "set";
-    } else if (op.kind == CommOpKind::kWait) {
-      e["value"] = op.value;
-      const char* cmp = cmp_name(op.mode);
-      e["cmp"] = cmp ? cmp : "?";
-      e["observed"] = op.observed;
+      e[op.kind == CommOpKind::kNotify ? "op" : "cmp"] = mode;
+      if (op.kind == CommOpKind::kWait) e["observed"] = op.observed;
     }
     list.push_back(std::move(e));
   }

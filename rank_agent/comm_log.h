@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/json_reader.h"
@@ -79,10 +80,23 @@ class CommLog {
   std::atomic<uint64_t> base_{0};
 };
 
+// What a comm call's window id and byte offset name: each window's name and
+// element size, by window id. Made once per window set.
+struct CommWindow {
+  std::string name;
+  uint64_t cell_bytes = 1;
+};
+using CommWindows = std::vector<CommWindow>;
+CommWindows comm_windows(const WindowSet& windows);
+
+// "set" / "add" of a notify, the comparison of a wait ("ge", ...; "?" when not
+// one), nullptr for the other kinds.
+const char* comm_op_mode_name(const CommOp& op);
+
 // comm_ops.json of one dispatch: {"schema": 1, "rank", "recorded", "dropped",
 // "ops": [{"kind", "window", "window_id", "peer", "offset", "cell", "bytes",
-// "value", "mode", "task_id", "core_id", "start_ns", "end_ns", "ok"}]}; a
-// cell is the element index of `offset` in the window's dtype.
-Json comm_ops_json(const CommLog& log, const WindowSet& windows, int rank);
+// "value", "op" / "cmp", "observed", "task_id", "core_id", "start_ns", "end_ns",
+// "ok"}]}; a cell is the element index of `offset` in the window's dtype.
+Json comm_ops_json(const CommLog& log, const CommWindows& windows, int rank);
 
 }  // namespace pypto::rank

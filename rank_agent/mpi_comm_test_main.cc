@@ -278,7 +278,7 @@ TEST(Comm, CallsAreRecordedInTheCommLog) {
     EXPECT_LE(op.start_ns, op.end_ns);
   }
   EXPECT_LE(ops[0].end_ns, ops[1].start_ns);
-  const Json j = comm_ops_json(log, ws, R());
+  const Json j = comm_ops_json(log, comm_windows(ws), R());
   EXPECT_EQ(j["ops"][1]["window"], "flag");
   EXPECT_EQ(j["ops"][1]["cell"], 1);  // byte 4 of an i32 window
   EXPECT_EQ(j["ops"][1]["op"], "set");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -26,10 +27,10 @@ class RankActivity {
   CommLog& comm_log() { return comm_log_; }
   const CommLog& comm_log() const { return comm_log_; }
 
-  // Worker thread: a dispatch begins (clears the log) and ends. `window_names`
-  // by window id, for the snapshot's comm calls; `cell_bytes` their element sizes.
-  void dispatch_started(int64_t index, std::string program, std::vector<std::string> window_names,
-                        std::vector<uint64_t> cell_bytes);
+  // Worker thread: a dispatch begins (clears the log) and ends. `windows`
+  // names the window ids of the snapshot's comm calls.
+  void dispatch_started(int64_t index, std::string program,
+                        std::shared_ptr<const CommWindows> windows);
   void dispatch_ended(bool ok, std::string error);
 
   // Any thread.
@@ -40,8 +41,7 @@ class RankActivity {
   CommLog comm_log_;
   mutable std::mutex mu_;
   wire::RankState state_;  // without tasks and comm calls; guarded by mu_
-  std::vector<std::string> window_names_;
-  std::vector<uint64_t> cell_bytes_;
+  std::shared_ptr<const CommWindows> windows_;  // guarded by mu_
 };
 
 }  // namespace pypto::rank
