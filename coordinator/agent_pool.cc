@@ -672,53 +672,48 @@ std::string AgentPool::lost_hosts(const std::vector<int>& ranks) const {
   return text;
 }
 
-std::vector<AgentPool::GatheredState> AgentPool::gather_states(Clock::time_point deadline) {
-  std::vector<GatheredState> states(agents_.size());
-  size_t asked = 0;
-  try {
-    note_gone_processes();
-  } catch (const std::exception&) {
-  }
-  for (AgentInfo& agent : agents_) {
-    GatheredState& entry = states[static_cast<size_t>(agent.rank)];
-    entry.gone = agent.process_gone;
+std::vector<RankStateReport> AgentPool::gather_states(Clock::time_point deadline) {
+  std::vector<RankStateReport> states(agents_.size());
+  std::vector<bool> asked(agents_.size(), false);
+  note_gone_processes();
+  for (const AgentInfo& agent : agents_) {
     if (agent.identity.empty() || agent.process_gone) continue;
     try {
       send(agent.rank, wire::StateQuery{});
-      ++asked;
+      asked[static_cast<size_t>(agent.rank)] = true;
     } catch (const std::exception&) {
       // Gone meanwhile: it has no state to give.
     }
   }
-  size_t answered = 0;
-  while (answered < asked && Clock::now() < deadline) {
+  const auto waiting = [&] {
+    for (const AgentInfo& agent : agents_) {
+      const size_t r = static_cast<size_t>(agent.rank);
+      if (asked[r] && !agent.process_gone && !states[r].state) return true;
+    }
+    return false;
+  };
+  while (waiting() && Clock::now() < deadline) {
     try {
       while (auto decoded = channel_.receive(milliseconds(0))) {
         const int rank = rank_of(decoded->identity);
         if (rank < 0) continue;
         agents_[static_cast<size_t>(rank)].last_heard = Clock::now();
-        if (auto* state = std::get_if<wire::RankState>(&decoded->message)) {
-          GatheredState& entry = states[static_cast<size_t>(rank)];
-          if (!entry.state) ++answered;
-          entry.state = std::move(*state);
-        }
+        if (auto* state = std::get_if<wire::RankState>(&decoded->message))
+          states[static_cast<size_t>(rank)].state = std::move(*state);
       }
-      note_gone_processes();
     } catch (const std::exception& e) {
       // A garbled message or a lost peer: the others' states still count.
       log::debug("while gathering the ranks' states: {}", e.what());
     }
-    size_t pending = 0;
-    for (const AgentInfo& agent : agents_)
-      pending += !agent.identity.empty() && !agent.process_gone &&
-                 !states[static_cast<size_t>(agent.rank)].state;
-    if (pending == 0) break;
+    note_gone_processes();
+    if (!waiting()) break;
     // The ROUTER only: a job that has ended keeps its pidfd readable, which would spin.
     zmq_pollitem_t item{channel_.socket().handle(), 0, ZMQ_POLLIN, 0};
     const auto left = duration_cast<milliseconds>(deadline - Clock::now()).count();
     zmq_poll(&item, 1, std::clamp<long>(left + 1, 1, 100));
   }
-  for (const AgentInfo& agent : agents_) states[static_cast<size_t>(agent.rank)].gone = agent.process_gone;
+  for (const AgentInfo& agent : agents_)
+    states[static_cast<size_t>(agent.rank)].gone = agent.process_gone;
   return states;
 }
 

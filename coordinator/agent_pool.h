@@ -23,6 +23,7 @@
 #include "common/wire/channel.h"
 #include "common/wire/curve.h"
 #include "common/wire/protocol.h"
+#include "coordinator/stall_diagnosis.h"
 #include "launch/mpirun_notice.h"
 #include "pypto/error.h"
 
@@ -144,11 +145,7 @@ class AgentPool {
   // After a failure, before abort_all: asks every live agent what it is doing
   // (STATE_QUERY) and collects the RANK_STATEs that arrive by `deadline`; other
   // messages are dropped. Never throws. Indexed by rank.
-  struct GatheredState {
-    std::optional<wire::RankState> state;
-    bool gone = false;  // its process is known to have ended
-  };
-  std::vector<GatheredState> gather_states(Clock::time_point deadline);
+  std::vector<RankStateReport> gather_states(Clock::time_point deadline);
 
   // Best effort, never throws: ABORT to every agent whose process is not known gone.
   void abort_all(const std::string& reason);

@@ -609,10 +609,9 @@ std::exception_ptr DistributedWorker::diagnose(const std::exception& error) {
   for (const auto& state : impl_->in_flight)
     if (state->program && !state->finished) run = state.get();
   if (!run) return nullptr;
-  std::vector<coord::RankStateReport> reports;
-  for (auto& gathered : impl_->pool->gather_states(Clock::now() + kStateGatherTime))
-    reports.push_back({std::move(gathered.state), gathered.gone});
-  const auto diagnosis = coord::diagnose_stall(reports, run->program->host_orch().windows);
+  const auto diagnosis =
+      coord::diagnose_stall(impl_->pool->gather_states(Clock::now() + kStateGatherTime),
+                            run->program->host_orch().windows);
   if (!diagnosis) return nullptr;
   return std::make_exception_ptr(coord::StalledDispatchError(*diagnosis));
 }
