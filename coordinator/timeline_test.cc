@@ -65,6 +65,13 @@ class TimelineTest : public ::testing::Test {
       if (e["ph"] == ph && (name.empty() || e["name"] == name)) found.push_back(e);
     return found;
   }
+  // The flow events of phase `ph` ("s" / "f") in category `cat`.
+  static std::vector<Json> flows(const Json& trace, const std::string& ph, const std::string& cat) {
+    std::vector<Json> found;
+    for (const Json& e : events(trace, ph))
+      if (e["cat"] == cat) found.push_back(e);
+    return found;
+  }
 
   fs::path root_;
 };
@@ -171,11 +178,7 @@ TEST_F(TimelineTest, WaitsAreSlicesAndEachNotifyPointsAtTheWaitItReleased) {
   EXPECT_EQ(loads[0]["args"]["bytes"], 1024);
   EXPECT_EQ(events(trace, "X", "notify 'signal'[1] of rank 0 add 1").size(), 2u);
 
-  std::vector<Json> starts, ends;
-  for (const Json& e : events(trace, "s"))
-    if (e["cat"] == "comm") starts.push_back(e);
-  for (const Json& e : events(trace, "f"))
-    if (e["cat"] == "comm") ends.push_back(e);
+  const std::vector<Json> starts = flows(trace, "s", "comm"), ends = flows(trace, "f", "comm");
   ASSERT_EQ(starts.size(), 1u);
   ASSERT_EQ(ends.size(), 1u);
   EXPECT_EQ(starts[0]["id"], ends[0]["id"]);
@@ -190,11 +193,8 @@ TEST_F(TimelineTest, WaitsAreSlicesAndEachNotifyPointsAtTheWaitItReleased) {
   EXPECT_EQ(ends[0]["bp"], "e");
 
   // The put that notify published: an arrow of its own to the same wait.
-  std::vector<Json> data_starts, data_ends;
-  for (const Json& e : events(trace, "s"))
-    if (e["cat"] == "comm_data") data_starts.push_back(e);
-  for (const Json& e : events(trace, "f"))
-    if (e["cat"] == "comm_data") data_ends.push_back(e);
+  const std::vector<Json> data_starts = flows(trace, "s", "comm_data"),
+                          data_ends = flows(trace, "f", "comm_data");
   ASSERT_EQ(data_starts.size(), 1u);
   ASSERT_EQ(data_ends.size(), 1u);
   EXPECT_EQ(data_starts[0]["name"], "put -> wait");
