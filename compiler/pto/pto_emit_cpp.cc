@@ -282,8 +282,9 @@ class Emitter {
 
   // ------------------------------------------------------------ fused groups
   // A run of f32 elementwise instructions over tiles of one shape, with the
-  // tloads/tstores of tensor regions around them, becomes one loop that keeps
-  // every element in registers (pto::fused; docs/pto-format.md).
+  // tloads/tstores of tensor or window regions and the tremote_loads of window
+  // regions around them, becomes one loop that keeps every element in
+  // registers (pto::fused; docs/pto-format.md).
 
   bool f32_tile(int r, int64_t rows, int64_t cols) const {
     const RegType& t = type(r);
@@ -298,11 +299,13 @@ class Emitter {
     int shape_reg = -1;
     switch (inst.op) {
       case Opcode::kTLoad:
-      case Opcode::kTStore: {
-        const Operand& region = inst.op == Opcode::kTLoad ? a[0] : a[1];
+      case Opcode::kTStore:
+      case Opcode::kTRemoteLoad: {  // a remote region is read through the peer's mapped copy
+        const Operand& region = inst.op == Opcode::kTStore ? a[1] : a[0];
         const Param& p = param(region);
-        if (p.kind != ParamKind::kTensor || p.dtype != DType::kF32) return false;
-        shape_reg = inst.op == Opcode::kTLoad ? inst.dst : a[0].reg;
+        if (p.kind == ParamKind::kScalar || p.dtype != DType::kF32) return false;
+        if (inst.op == Opcode::kTRemoteLoad && p.kind != ParamKind::kWindow) return false;
+        shape_reg = inst.op == Opcode::kTStore ? a[0].reg : inst.dst;
         break;
       }
       case Opcode::kTAdd:
@@ -327,7 +330,8 @@ class Emitter {
       cols = t.cols;
     }
     if (!f32_tile(shape_reg, rows, cols)) return false;
-    if (inst.op == Opcode::kTLoad || inst.op == Opcode::kTStore || inst.op == Opcode::kTFull)
+    if (inst.op == Opcode::kTLoad || inst.op == Opcode::kTStore || inst.op == Opcode::kTRemoteLoad ||
+        inst.op == Opcode::kTFull)
       return true;
     if (!f32_tile(a[0].reg, rows, cols)) return false;
     if (a.size() > 1 && tile_operand(a[1])) {
@@ -342,12 +346,12 @@ class Emitter {
   // The end of the fusible run starting at body[i] (i itself when there is none).
   size_t fusible_run(const std::vector<Inst>& body, size_t i) const {
     int64_t rows = 0, cols = 0;
-    std::set<int> loaded, stored;  // tensor params: a group never loads and stores one,
+    std::set<int> loaded, stored;  // params: a group never loads and stores one,
     size_t end = i;                // nor stores one twice (element order would change)
     for (; end < body.size(); ++end) {
       const Inst& inst = body[end];
       if (!fusible(inst, rows, cols)) break;
-      if (inst.op == Opcode::kTLoad) {
+      if (inst.op == Opcode::kTLoad || inst.op == Opcode::kTRemoteLoad) {
         if (stored.count(inst.args[0].param)) break;
         loaded.insert(inst.args[0].param);
       } else if (inst.op == Opcode::kTStore) {
@@ -410,34 +414,48 @@ class Emitter {
                     "] tiles, one pass");
     line(depth, "{");
     const int d1 = depth + 1;
-    // The tensor regions: checked, then addressed by pointer and row stride.
+    // The regions: checked, then addressed by pointer and row stride.
     struct Access {
       std::string g, ld;
       const Param* p;
-      bool store;
+      bool store, remote;
     };
     std::vector<Access> acc;
     std::map<size_t, size_t> access_of;  // instruction index -> acc index
     for (size_t i = begin; i < end; ++i) {
       const Inst& inst = body[i];
-      if (inst.op != Opcode::kTLoad && inst.op != Opcode::kTStore) continue;
+      if (inst.op != Opcode::kTLoad && inst.op != Opcode::kTStore && inst.op != Opcode::kTRemoteLoad)
+        continue;
       const bool store = inst.op == Opcode::kTStore;
+      const bool remote = inst.op == Opcode::kTRemoteLoad;
       const Operand& region = store ? inst.args[1] : inst.args[0];
       const Param& p = param(region);
       Access x{id + "_g" + std::to_string(acc.size()), id + "_ld" + std::to_string(acc.size()), &p,
-               store};
+               store, remote};
       line(d1, std::string(store ? "float* " : "const float* ") + x.g + " = nullptr;");
       line(d1, "int64_t " + x.ld + " = 0;");
       site(d1, inst);
-      guarded(d1, offsets(region),
-              "k.view(p_" + p.name + ", \"" + p.name + "\", o, " + rc_text + ", \"" +
-                  (store ? "store" : "load") + "\", &" + x.g + ", &" + x.ld + ")");
+      if (remote)
+        guarded(d1, offsets(region),
+                "k.remote_view(id_" + p.name + ", p_" + p.name + ", \"" + p.name + "\", " +
+                    value(inst.args[1]) + ", o, " + rc_text + ", &" + x.g + ", &" + x.ld + ")");
+      else
+        guarded(d1, offsets(region),
+                "k.view(p_" + p.name + ", \"" + p.name + "\", o, " + rc_text + ", \"" +
+                    (store ? "store" : "load") + "\", &" + x.g + ", &" + x.ld + ")");
       access_of[i] = acc.size();
       acc.push_back(x);
     }
     // The fused order is the unfused one when every column is contiguous and
-    // each store's region is the same memory as, or disjoint from, every other region.
+    // each store's region is the same memory as, or disjoint from, every other
+    // region; a remote region needs the peer's mapped copy (checked first).
     std::vector<std::string> terms;
+    bool any_remote = false;
+    for (const Access& x : acc)
+      if (x.remote) {
+        terms.push_back(x.g + " != nullptr");
+        any_remote = true;
+      }
     for (size_t x = 0; x < acc.size(); ++x) {
       bool dup = false;  // unit_cols once per parameter
       for (size_t y = 0; y < x; ++y) dup = dup || acc[y].p == acc[x].p;
@@ -473,7 +491,8 @@ class Emitter {
       const auto& a = inst.args;
       line(d3, "// " + one_line(inst));
       switch (inst.op) {
-        case Opcode::kTLoad: {
+        case Opcode::kTLoad:
+        case Opcode::kTRemoteLoad: {
           const Access& x = acc[access_of[i]];
           line(d3, "pto::vld<S>(" + v(inst.dst) + ", " + x.g + " + fr * " + x.ld + " + fj);");
           break;
@@ -519,7 +538,10 @@ class Emitter {
     for (int r : back) line(d3, "pto::vst<S>(" + at(r) + ", " + v(r) + ");");
     line(d2, "});");
     if (!cond.empty()) {
-      line(d1, "} else {  // strided columns or overlapping regions: one instruction at a time");
+      line(d1, std::string("} else {  // ") +
+                      (any_remote ? "no mapped peer copy, strided columns or overlapping regions"
+                                  : "strided columns or overlapping regions") +
+                      ": one instruction at a time");
       for (size_t i = begin; i < end; ++i) emit(body[i], d2);
       line(d1, "}");
     }
