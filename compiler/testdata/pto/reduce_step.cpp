@@ -100,14 +100,40 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
       r_t3 = r_p_1 != r_me;
       // if %t3
       if (r_t3) {
-        // %t4:f32[1, 256] = tremote_load data[0, 0], %p_1
-        k.at("t.ptl", 12);
+        // fused: 2 instructions over [1, 256] tiles, one pass
         {
-          const int64_t o[] = {INT64_C(0), INT64_C(0)};
-          if (!k.remote_load(id_data, p_data, "data", r_p_1, o, 1, 256, r_t4)) return;
+          const float* f1_g0 = nullptr;
+          int64_t f1_ld0 = 0;
+          k.at("t.ptl", 12);
+          {
+            const int64_t o[] = {INT64_C(0), INT64_C(0)};
+            if (!k.remote_view(id_data, p_data, "data", r_p_1, o, 1, 256, &f1_g0, &f1_ld0)) return;
+          }
+          if (f1_g0 != nullptr &&
+              pto::unit_cols(p_data)) {
+            pto::fused(1, 256, [&](auto f1_s, int64_t fr, int64_t fj) PYPTO_TILE_LAMBDA_INLINE {
+              using S = decltype(f1_s);
+              (void)fr;
+              (void)fj;
+              typename S::V v_t4, v_acc;
+              pto::vld<S>(v_acc, r_acc + fr * 256 + fj);
+              // %t4:f32[1, 256] = tremote_load data[0, 0], %p_1
+              pto::vld<S>(v_t4, f1_g0 + fr * f1_ld0 + fj);
+              // %acc:f32[1, 256] = tadd %acc, %t4
+              pto::OpAdd::apply(v_acc, v_acc, v_t4);
+              pto::vst<S>(r_acc + fr * 256 + fj, v_acc);
+            });
+          } else {  // no mapped peer copy, strided columns or overlapping regions: one instruction at a time
+            // %t4:f32[1, 256] = tremote_load data[0, 0], %p_1
+            k.at("t.ptl", 12);
+            {
+              const int64_t o[] = {INT64_C(0), INT64_C(0)};
+              if (!k.remote_load(id_data, p_data, "data", r_p_1, o, 1, 256, r_t4)) return;
+            }
+            // %acc:f32[1, 256] = tadd %acc, %t4
+            pto::binary(pto::kAdd, 1, 256, r_acc, r_t4, pto::kFull, r_acc);
+          }
         }
-        // %acc:f32[1, 256] = tadd %acc, %t4
-        pto::binary(pto::kAdd, 1, 256, r_acc, r_t4, pto::kFull, r_acc);
       }
     }
   }
