@@ -391,8 +391,10 @@ char* window_at(int32_t window, int32_t rank, uint64_t offset, uint64_t bytes) {
   if (offset + bytes > w.size()) return nullptr;
   return w.data() + offset;
 }
+std::atomic<int> g_remote_loads{0};
 int fake_remote_load(const pypto_kernel_ctx*, int32_t w, int32_t r, uint64_t off, void* dst,
                      uint64_t bytes) {
+  ++g_remote_loads;
   char* p = window_at(w, r, off, bytes);
   if (!p) return -1;
   std::memcpy(dst, p, bytes);
@@ -436,13 +438,21 @@ int fake_wait(const pypto_kernel_ctx* ctx, int32_t w, uint64_t off, int32_t cmp,
   g_comm_error[ctx->rank] = "wait timed out";
   return -1;
 }
+void* mapped_peer(const pypto_kernel_ctx*, int32_t w, int32_t r) { return window_at(w, r, 0, 0); }
+// The rma path (no mapped copies) and the shm path (peer_pointer maps them).
 const pypto_comm_api kFakeComm = {fake_remote_load, fake_remote_store, fake_put, no_get,
                                   fake_notify,      fake_wait,         no_barrier, no_peer,
                                   no_call_site};
+const pypto_comm_api kFakeMappedComm = {fake_remote_load, fake_remote_store, fake_put,
+                                        no_get,           fake_notify,       fake_wait,
+                                        no_barrier,       mapped_peer,       no_call_site};
 
 // The quickstart's reduce_step (compiler/testdata/reduce.ptl) on two ranks: notify,
-// wait, remote loads; every rank ends with the sum of both inputs.
-TEST(PtoEmitCppTest, ReduceStepRunsOnTwoRanks) {
+// wait, remote loads; every rank ends with the sum of both inputs. Its per-peer
+// remote_load + add is a fused group: through remote_load without mapped copies,
+// in place from the peer's copy with them. Returns the remote_load calls made.
+int run_reduce_step(const pypto_comm_api* comm) {
+  g_remote_loads = 0;
   const LoweredKernel k = lower_file("reduce.ptl", "reduce_step", kRanks);
   Kernel kernel("reduce_step", k.cpp_body);
   const int n = 256;
@@ -462,7 +472,7 @@ TEST(PtoEmitCppTest, ReduceStepRunsOnTwoRanks) {
     ctx[r].num_windows = 2;
     ctx[r].windows = windows[r];
     ctx[r].hooks = &kHooks;
-    ctx[r].comm = &kFakeComm;
+    ctx[r].comm = comm;
   }
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r)
@@ -476,6 +486,15 @@ TEST(PtoEmitCppTest, ReduceStepRunsOnTwoRanks) {
     EXPECT_EQ(g_comm_error[r], "");
     for (int i = 0; i < n; ++i) EXPECT_EQ(out[r][i], in[0][i] + in[1][i]) << r << "," << i;
   }
+  return g_remote_loads;
+}
+
+TEST(PtoEmitCppTest, ReduceStepRunsOnTwoRanks) {
+  EXPECT_EQ(run_reduce_step(&kFakeComm), kRanks);  // one per rank: its one peer
+}
+
+TEST(PtoEmitCppTest, ReduceStepReadsMappedPeerCopiesInPlace) {
+  EXPECT_EQ(run_reduce_step(&kFakeMappedComm), 0);
 }
 
 // Integer tiles, casts, reductions, broadcasts and a runtime out-of-range

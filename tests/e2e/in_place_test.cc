@@ -20,7 +20,8 @@ namespace {
 
 // total (out, in window acc) is what acc holds once x is added into it: x
 // after a fresh run, k * x after k runs on kept windows. s is allreduced, g
-// gathered (library collectives, in place), m max-reduced around the ring.
+// gathered (library collectives, in place), m max-reduced around the ring, n
+// min-reduced over the mesh.
 const char* const kProgram = R"(import "collectives.ptl"
 const C = 64
 kernel aiv add_into(x: in f32[4, C], acc: window f32[4, C]) {
@@ -30,12 +31,14 @@ chip accumulate(x: in f32[4, C], total: out f32[4, C] at acc, acc: window f32[4,
   add_into(x, acc)
 }
 host main(x: in f32[WORLD, 4, C], total: out f32[WORLD, 4, C], s: inout f32[WORLD, 8, C],
-          g: out f32[WORLD, 4 * WORLD, C], m: inout f32[WORLD, 2 * WORLD, C]) {
+          g: out f32[WORLD, 4 * WORLD, C], m: inout f32[WORLD, 2 * WORLD, C],
+          n: inout f32[WORLD, 8, C]) {
   let acc = window_buffer(f32[4, C])
   for r in 0 .. WORLD { accumulate(x[r], total[r], acc) on r }
   allreduce_sum(s)
   allgather(x, g)
   allreduce_ring_max(m)
+  allreduce_min(n)
 }
 )";
 constexpr int kWorld = 3;
@@ -84,13 +87,18 @@ void expect_results(const std::vector<Tensor>& in, const std::vector<Tensor>& ou
         for (int64_t q = 1; q < kWorld; ++q) mx = std::max(mx, at(in[4], q, i, j));
         ASSERT_EQ(at(out[4], r, i, j), mx) << "m[" << r << "][" << i << "][" << j << "]";
       }
+      for (int64_t i = 0; i < 8; ++i) {
+        float mn = at(in[5], 0, i, j);
+        for (int64_t q = 1; q < kWorld; ++q) mn = std::min(mn, at(in[5], q, i, j));
+        ASSERT_EQ(at(out[5], r, i, j), mn) << "n[" << r << "][" << i << "][" << j << "]";
+      }
     }
 }
 
-// Inputs of round k: the golden inputs, s and m shifted by k (exact in f32).
+// Inputs of round k: the golden inputs, s, m and n shifted by k (exact in f32).
 std::vector<Tensor> round_inputs(const DistributedCompiledProgram& program, int k) {
   std::vector<Tensor> args = coord::prepare_arguments(program, {}).tensors;
-  for (size_t a : {size_t{2}, size_t{4}}) {
+  for (size_t a : {size_t{2}, size_t{4}, size_t{5}}) {
     float* v = args[a].data_as<float>();
     for (int64_t e = 0; e < args[a].numel(); ++e) v[e] = v[e] * (k + 1) + static_cast<float>(k);
   }
