@@ -16,6 +16,7 @@
 #include "common/seconds_text.h"
 #include "common/subprocess.h"
 #include "pypto/error.h"
+#include "rank_agent/cpu_placement.h"
 
 namespace pypto::rank {
 
@@ -408,6 +409,8 @@ int pypto_rank_main(int argc, char** argv) {
       return 0;
     }
     log::init(options.log_level);
+    const std::string placement = place_on_cpus();  // before any thread starts: they inherit it
+    log::debug("cpu placement: {}", placement);
   } catch (const std::exception& e) {
     std::cerr << "pypto-rank: error: " << e.what() << std::endl;
     return static_cast<int>(exit_code_of(e));
