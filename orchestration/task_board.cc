@@ -1,5 +1,7 @@
 #include "orchestration/task_board.h"
 
+#include <thread>
+
 namespace pypto::chip {
 
 TaskBoard::TaskBoard() : slots_(new Slot[kMaxCores]) {}
@@ -32,8 +34,12 @@ std::vector<RunningTask> TaskBoard::running() const {
   for (int32_t core = 0; core < kMaxCores; ++core) {
     const Slot& slot = slots_[core];
     RunningTask task;
-    // A core starting its next task meanwhile: read again (it settles at once).
-    for (int attempt = 0; attempt < 100; ++attempt) {
+    // A core rewriting its slot meanwhile: read again, yielding so that a
+    // writer preempted mid-entry (ranks run oversubscribed) can finish. A
+    // slot that never reads whole is left out rather than shown torn.
+    bool whole = false;
+    for (int attempt = 0; attempt < 1000 && !whole; ++attempt) {
+      if (attempt > 0) std::this_thread::yield();
       const uint64_t before = slot.version.load(std::memory_order_acquire);
       if (before % 2) continue;
       task.task_id = slot.task_id.load(std::memory_order_acquire);
@@ -41,8 +47,9 @@ std::vector<RunningTask> TaskBoard::running() const {
       task.core_type = slot.core_type.load(std::memory_order_relaxed);
       task.start_ns = slot.start_ns.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (slot.version.load(std::memory_order_relaxed) == before) break;
+      whole = slot.version.load(std::memory_order_relaxed) == before;
     }
+    if (!whole) continue;
     if (task.task_id < 0) continue;
     task.core_id = core;
     if (task.func_id >= 0 && static_cast<size_t>(task.func_id) < kernel_by_func_id_.size())
