@@ -35,6 +35,8 @@ cleanup() { "$SIM" down "$HOSTS" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
 trap cleanup EXIT INT TERM
 export PYPTO_RUNTIME_LOG=${PYPTO_RUNTIME_LOG:-warn}
 export PYPTO_RANK=$BUILD/rank_agent/pypto-rank OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The simulated hosts share this machine's CPUs: no placement by local rank.
+export PYPTO_CPU_PLACEMENT=none
 
 up() {  # fresh hosts h0, h1 (fresh stores), and their hostfiles
   "$SIM" down "$HOSTS" >/dev/null 2>&1 || true

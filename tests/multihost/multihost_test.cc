@@ -53,9 +53,12 @@ const auto* const g_environment = ::testing::AddGlobalTestEnvironment(new SimHos
 
 // What an L3 run needs in its environment: the build tree's binaries. No
 // PYPTO_BLOB_STORE: each host keeps its own store under its XDG_CACHE_HOME.
+// The simulated hosts share this machine's CPUs: no placement by local rank
+// (the other hosts' agents get the same from DIR/ssh).
 std::vector<std::string> run_env() {
   return {"PYPTO_RANK=" + e2e::kRankBin.string(), "PYPTO_MPIRUN=" + e2e::kMpirun.string(),
-          "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+          "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+          "PYPTO_CPU_PLACEMENT=none"};
 }
 
 class MultiHostTest : public ::testing::Test {
