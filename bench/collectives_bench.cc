@@ -1,6 +1,6 @@
 // The library collectives called from .ptl (compiler/lib/collectives.ptl)
 // against their MPI peers, 16 MiB fp32 per rank, in the same run, interleaved
-// (docs/performance.md, "Library collectives").
+// (docs/performance.md, "L3 runtime").
 //
 // Per world W (--worlds, default 2,4,8) it writes three one-line programs
 //   allreduce       host main(x: inout f32[WORLD, 1024, 4096]) { allreduce_sum(x) }
