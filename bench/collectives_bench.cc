@@ -12,7 +12,7 @@
 // prepares one DistributedWorker for the three, runs each once and checks the
 // result element by element against a direct computation (WRONG RESULT, exit
 // 1, otherwise), then per repetition (--reps) and op: one mpirun of
-// mpi_collectives_bench (--mpi-iters timed calls), a memcpy of 16 MiB
+// mpi_collectives_bench (--warmup untimed, --mpi-iters timed calls), a memcpy of 16 MiB
 // (--memcpy-iters, median), --warmup untimed and --rounds timed runs of the
 // runtime on the same worker, on resident tensors (uploaded once: no round
 // ships a tensor), with reset_windows = false (the library's windows need no
@@ -154,10 +154,11 @@ void check(const std::string& op, int world, const std::vector<Tensor>& args) {
 }
 
 double run_mpi(const std::string& mpirun, const std::string& mpi_bench, const std::string& op,
-               int world, int iters) {
+               int world, int iters, int warmup) {
   const std::string command = mpirun + " --allow-run-as-root --oversubscribe --bind-to none -n " +
                               std::to_string(world) + " " + mpi_bench + " --op " + op +
-                              " --iters " + std::to_string(iters) + " --warmup 3 2>&1";
+                              " --iters " + std::to_string(iters) + " --warmup " +
+                              std::to_string(warmup) + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) throw InfraError("cannot run " + command);
   std::string out;
@@ -264,7 +265,7 @@ void bench_world(int world, const Options& o, const fs::path& scratch,
       const std::string& op = kOps[i];
       Figures& f = figures[op + "/" + std::to_string(world)];
       load = load_average();
-      const double mpi = run_mpi(o.mpirun, o.mpi_bench, op, world, o.mpi_iters);
+      const double mpi = run_mpi(o.mpirun, o.mpi_bench, op, world, o.mpi_iters, o.warmup);
       std::printf("collectives impl=mpi op=%s world=%d rep=%d median_ms=%.3f busbw_gbs=%.3f "
                   "load=%.2f\n",
                   op.c_str(), world, rep, mpi, busbw_gbs(op, mpi, world), load);
@@ -331,7 +332,8 @@ int main(int argc, char** argv) {
   std::vector<int> worlds{2, 4, 8};
   app.add_option("--worlds", worlds, "world sizes (1024 rows must split evenly)")->delimiter(',');
   app.add_option("--rounds", o.rounds, "timed runtime rounds per repetition and op");
-  app.add_option("--warmup", o.warmup, "untimed runtime rounds per repetition and op");
+  app.add_option("--warmup", o.warmup,
+                 "untimed runtime rounds per repetition and op, and untimed MPI calls per mpirun");
   app.add_option("--reps", o.reps, "repetitions per world (each: MPI, memcpy, runtime per op)");
   app.add_option("--mpi-iters", o.mpi_iters, "timed MPI calls per mpirun");
   app.add_option("--memcpy-iters", o.memcpy_iters, "timed 16 MiB memcpys per repetition");
