@@ -15,9 +15,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The test binary's one cleanup of its scratch (fixture copies of this file and
+// tile_header_test.cc; tests/fixture_copy.h).
+[[maybe_unused]] ::testing::Environment* const kCleanup =
+    ::testing::AddGlobalTestEnvironment(new testing_support::ScratchCleanup);
+
 fs::path fixture_copy(const std::string& rel, const std::string& name) {
-  fs::path dst = fs::path(::testing::TempDir()) / ("chip_worker_" + name);
-  fs::remove_all(dst);
+  const fs::path dst = testing_support::scratch_dir("chip_worker_" + name);
   testing_support::copy_fixture_sources(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures" / rel, dst);
   return dst;
 }

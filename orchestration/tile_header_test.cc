@@ -346,8 +346,7 @@ TEST(TileViewTest, ArgTileReportsThroughTheHook) {
 // ---------------------------------------------------- matmul_256 fixture
 
 fs::path fixture_copy(const std::string& rel, const std::string& name) {
-  fs::path dst = fs::path(::testing::TempDir()) / ("tile_header_" + name);
-  fs::remove_all(dst);
+  const fs::path dst = testing_support::scratch_dir("tile_header_" + name);
   testing_support::copy_fixture_sources(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures" / rel, dst);
   return dst;
 }

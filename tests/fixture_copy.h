@@ -2,7 +2,12 @@
 // may hold the products of an earlier run by hand (the README's main job runs
 // tests/fixtures/l2/vector_add in place): cache/, outputs/, dfx_outputs/ and
 // report/ are left behind so every copy starts from the sources alone.
+// Copies go under the test process's own scratch root, which ScratchCleanup
+// removes when the process's tests end.
 #pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <set>
@@ -36,5 +41,30 @@ inline void copy_fixture_sources(const fs::path& src, const fs::path& dst) {
       fs::copy_file(it->path(), target, fs::copy_options::overwrite_existing);
   }
 }
+
+// This test process's own directory under the test temp dir: every scratch
+// directory, the agents' shared store, captured stderr. ScratchCleanup removes it.
+inline fs::path process_scratch_root() {
+  return fs::path(::testing::TempDir()) / ("pypto_test_" + std::to_string(::getpid()));
+}
+
+// A fresh scratch directory under the process's root.
+inline fs::path scratch_dir(const std::string& name) {
+  const fs::path dir = process_scratch_root() / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Removes process_scratch_root() when the test program ends (nothing of a
+// test run outlives it). Each test binary that makes scratch registers one:
+//   ::testing::AddGlobalTestEnvironment(new ScratchCleanup)
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(process_scratch_root(), ec);
+  }
+};
 
 }  // namespace pypto::testing_support

@@ -58,30 +58,10 @@ inline std::string generated_body(const std::string& kernel_source) {
   return kernel_source.substr(b + begin.size(), e - b - begin.size());
 }
 
-// This test process's own directory under the test temp dir: every scratch
-// directory, the agents' shared store, captured stderr. ScratchCleanup removes it.
-inline fs::path process_scratch_root() {
-  return fs::path(::testing::TempDir()) / ("pypto_e2e_" + std::to_string(::getpid()));
-}
-
-// A fresh scratch directory under the process's root.
-inline fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = process_scratch_root() / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-// Removes process_scratch_root() when the test program ends (nothing of a
-// test run outlives it). Each test binary registers one:
-//   ::testing::AddGlobalTestEnvironment(new ScratchCleanup)
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(process_scratch_root(), ec);
-  }
-};
+// Scratch of this test process, removed when its tests end (tests/fixture_copy.h).
+using testing_support::process_scratch_root;
+using testing_support::ScratchCleanup;
+using testing_support::scratch_dir;
 
 // Runs `argv` (argv[0] a program) with stdout and stderr kept apart: the
 // exec markers must be alone on stdout.

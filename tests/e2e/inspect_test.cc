@@ -24,8 +24,8 @@ SubprocessResult coord(const std::vector<std::string>& args) {
 }
 
 fs::path copy_fixture(const std::string& rel, const std::string& name) {
-  fs::path dst = fs::path(::testing::TempDir()) / ("inspect_" + name);
-  fs::remove_all(dst);
+  // Under the process's scratch, which ScratchCleanup (run_test.cc) removes when the tests end.
+  const fs::path dst = testing_support::scratch_dir("inspect_" + name);
   testing_support::copy_fixture_sources(kFixtures / rel, dst);
   return dst;
 }
@@ -86,8 +86,7 @@ TEST(InspectCommandTest, UsageErrorsExitWithCode2) {
 }
 
 TEST(InspectCommandTest, NotABuildDirectoryIsInfra) {
-  fs::path dir = fs::path(::testing::TempDir()) / "inspect_empty";
-  fs::create_directories(dir);
+  const fs::path dir = testing_support::scratch_dir("inspect_empty");
   auto r = coord({"inspect", dir.string()});
   EXPECT_EQ(r.exit_code, 3) << r.output;
 }
