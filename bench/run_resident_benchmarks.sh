@@ -34,13 +34,14 @@ trap 'rm -rf "$WORK"' EXIT INT TERM
 load() { cut -d' ' -f1 /proc/loadavg; }
 json_field() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p" | head -1; }
 BYTES=$((16 << 20))
+OPS=${OPS:-allreduce allgather reduce_scatter}
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for w in ${WORLDS:-2 4 8}; do
-  for op in ${OPS:-allreduce allgather reduce_scatter}; do
+  for op in $OPS; do
     "$COMPILE" "$ROOT/bench/ptl/${op}16m.ptl" --world "$w" -o "$WORK/${op}_w$w" >/dev/null
   done
   for rep in $(seq 1 "${REPS:-3}"); do
-    for op in ${OPS:-allreduce allgather reduce_scatter}; do
+    for op in $OPS; do
       l0=$(load)
       mpi=$(mpirun --oversubscribe --bind-to none -n "$w" "$MPI_BENCH" --op "$op" \
         --iters "${MPI_ITERS:-20}" | sed -n 's/.* median_ms=\([0-9.]*\).*/\1/p')

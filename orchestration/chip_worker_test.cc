@@ -15,16 +15,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The test binary's one cleanup of its scratch (fixture copies of this file and
-// tile_header_test.cc; tests/fixture_copy.h).
+// The test binary's one cleanup of its scratch: the fixture copies of this file
+// and tile_header_test.cc (tests/fixture_copy.h).
 [[maybe_unused]] ::testing::Environment* const kCleanup =
     ::testing::AddGlobalTestEnvironment(new testing_support::ScratchCleanup);
-
-fs::path fixture_copy(const std::string& rel, const std::string& name) {
-  const fs::path dst = testing_support::scratch_dir("chip_worker_" + name);
-  testing_support::copy_fixture_sources(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures" / rel, dst);
-  return dst;
-}
 
 std::vector<Tensor> golden_args(const CompiledProgram& program) {
   std::vector<Tensor> args;
@@ -38,7 +32,8 @@ std::vector<Tensor> golden_args(const CompiledProgram& program) {
 }
 
 TEST(ChipWorkerTest, RunsVectorAddAndMatchesGolden) {
-  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "vadd"));
+  auto program =
+      CompiledProgram::from_dir(testing_support::scratch_fixture_copy("l2/vector_add", "vadd"));
   auto args = golden_args(program);
   ChipWorker worker;
   auto result = worker.run(program, args);
@@ -52,7 +47,8 @@ TEST(ChipWorkerTest, RunsVectorAddAndMatchesGolden) {
 }
 
 TEST(ChipWorkerTest, APreparedProgramDoesNoBinaryCacheWorkPerRun) {
-  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "prepared"));
+  auto program =
+      CompiledProgram::from_dir(testing_support::scratch_fixture_copy("l2/vector_add", "prepared"));
   auto args = golden_args(program);
   ChipWorker worker;
   worker.prepare(program);
@@ -72,14 +68,16 @@ TEST(ChipWorkerTest, APreparedProgramDoesNoBinaryCacheWorkPerRun) {
 }
 
 TEST(ChipWorkerTest, CallingTheProgramForwardsToAWorker) {
-  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "call"));
+  auto program =
+      CompiledProgram::from_dir(testing_support::scratch_fixture_copy("l2/vector_add", "call"));
   auto args = golden_args(program);
   call(program, args);
   EXPECT_EQ(args[2].data_as<float>()[10], 10 * 0.5f + (1000 - 10));
 }
 
 TEST(ChipWorkerTest, ConfigDecidesThePlatform) {
-  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "onboard"));
+  auto program =
+      CompiledProgram::from_dir(testing_support::scratch_fixture_copy("l2/vector_add", "onboard"));
   auto args = golden_args(program);
   // PyPTO's precedence: a passed config carries the platform; onboard cannot run here.
   try {
@@ -91,7 +89,8 @@ TEST(ChipWorkerTest, ConfigDecidesThePlatform) {
 }
 
 TEST(ChipWorkerTest, WrongArgumentsAreUsageErrors) {
-  auto program = CompiledProgram::from_dir(fixture_copy("l2/vector_add", "args"));
+  auto program =
+      CompiledProgram::from_dir(testing_support::scratch_fixture_copy("l2/vector_add", "args"));
   std::vector<Tensor> args{Tensor::empty(DType::kF32, {1024}), Tensor::empty(DType::kF32, {1024}),
                            Tensor::empty(DType::kI32, {1024})};
   ChipWorker worker;

@@ -345,14 +345,9 @@ TEST(TileViewTest, ArgTileReportsThroughTheHook) {
 
 // ---------------------------------------------------- matmul_256 fixture
 
-fs::path fixture_copy(const std::string& rel, const std::string& name) {
-  const fs::path dst = testing_support::scratch_dir("tile_header_" + name);
-  testing_support::copy_fixture_sources(fs::path(PYPTO_SOURCE_DIR) / "tests/fixtures" / rel, dst);
-  return dst;
-}
-
 TEST(TileFixtureTest, Matmul256RunsThroughChipWorkerAndMatchesGolden) {
-  auto program = CompiledProgram::from_dir(fixture_copy("l2/matmul_256", "matmul_256"));
+  auto program = CompiledProgram::from_dir(
+      testing_support::scratch_fixture_copy("l2/matmul_256", "matmul_256"));
   std::vector<Tensor> args = {read_npy(program.dir() / "golden/inputs/a.npy"),
                               read_npy(program.dir() / "golden/inputs/b.npy"),
                               Tensor::empty(DType::kF32, {256, 256})};

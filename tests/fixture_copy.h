@@ -42,8 +42,9 @@ inline void copy_fixture_sources(const fs::path& src, const fs::path& dst) {
   }
 }
 
-// This test process's own directory under the test temp dir: every scratch
-// directory, the agents' shared store, captured stderr. ScratchCleanup removes it.
+// This test process's own directory under the test temp dir, for everything a
+// test writes (the e2e tests also keep their agents' store and captured stderr
+// there). ScratchCleanup removes it.
 inline fs::path process_scratch_root() {
   return fs::path(::testing::TempDir()) / ("pypto_test_" + std::to_string(::getpid()));
 }
@@ -54,6 +55,13 @@ inline fs::path scratch_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+// A fresh copy of the sources of tests/fixtures/<rel> in the process's scratch, as <name>.
+inline fs::path scratch_fixture_copy(const std::string& rel, const std::string& name) {
+  const fs::path dst = scratch_dir(name);
+  copy_fixture_sources(fs::path(PYPTO_SOURCE_DIR) / "tests" / "fixtures" / rel, dst);
+  return dst;
 }
 
 // Removes process_scratch_root() when the test program ends (nothing of a

@@ -1,9 +1,9 @@
 // pypto-coord inspect on the fixtures, run as the real binary.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "common/subprocess.h"
 #include "tests/fixture_copy.h"
@@ -21,13 +21,6 @@ SubprocessResult coord(const std::vector<std::string>& args) {
   SubprocessOptions options;
   options.timeout = std::chrono::seconds(60);
   return run_subprocess(argv, options);
-}
-
-fs::path copy_fixture(const std::string& rel, const std::string& name) {
-  // Under the process's scratch, which ScratchCleanup (run_test.cc) removes when the tests end.
-  const fs::path dst = testing_support::scratch_dir("inspect_" + name);
-  testing_support::copy_fixture_sources(kFixtures / rel, dst);
-  return dst;
 }
 
 TEST(InspectCommandTest, DescribesTheL2Fixture) {
@@ -58,7 +51,7 @@ TEST(InspectCommandTest, JsonDescribesEveryRankOfTheL3Fixture) {
 }
 
 TEST(InspectCommandTest, ValidationErrorsExitWithCode3NamingFileAndField) {
-  fs::path dir = copy_fixture("l2/vector_add", "broken");
+  fs::path dir = testing_support::scratch_fixture_copy("l2/vector_add", "broken");
   auto config = nlohmann::json::parse(std::ifstream(dir / "kernel_config.json"));
   config["kernels"][0]["source"] = "kernels/aiv/missing.cpp";
   std::ofstream(dir / "kernel_config.json") << config.dump();
@@ -70,7 +63,7 @@ TEST(InspectCommandTest, ValidationErrorsExitWithCode3NamingFileAndField) {
 }
 
 TEST(InspectCommandTest, TruncatedSidecarExitsWithCode3) {
-  fs::path dir = copy_fixture("l2/vector_add", "truncated");
+  fs::path dir = testing_support::scratch_fixture_copy("l2/vector_add", "truncated");
   std::ofstream(dir / "compiled_meta.json") << "{\"schema\": 1, \"program\": \"vec";
   auto r = coord({"inspect", dir.string()});
   EXPECT_EQ(r.exit_code, 3) << r.output;
