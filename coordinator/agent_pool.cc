@@ -81,6 +81,10 @@ bool is_wildcard_endpoint(const std::string& endpoint) {
 
 AgentPool::AgentPool(zmq::context_t& context, AgentPoolOptions options)
     : options_(std::move(options)),
+      // One turn of next() sleeps at most a heartbeat interval; as much again is slack
+      // for a busy machine. A silence counted is then at most 3 intervals short of the
+      // real one, and the interval is at most a quarter of the timeout.
+      pauses_(2 * options_.heartbeat_interval),
       keys_(wire::RunKeys::generate()),
       authenticator_(std::make_unique<wire::CurveAuthenticator>(context, keys_.client.public_key)),
       channel_(wire::Channel::bind(context, options_.bind, control_options(keys_))),
@@ -458,16 +462,22 @@ void AgentPool::send_heartbeats(Clock::time_point now) {
 void AgentPool::check_silence(Clock::time_point now) {
   for (const AgentInfo& agent : agents_) {
     if (agent.identity.empty() || agent.process_gone) continue;
+    if (pauses_.silence(agent.last_heard, now) <= options_.heartbeat_timeout) continue;
     const auto silent = duration_cast<milliseconds>(now - agent.last_heard);
-    if (silent <= options_.heartbeat_timeout) continue;
+    const auto paused = duration_cast<milliseconds>(pauses_.paused_since(agent.last_heard));
     std::string message = describe(agent.rank) + " has been silent for " + seconds_text(silent) +
                           " s (heartbeat timeout " + seconds_text(options_.heartbeat_timeout) +
-                          " s)";
+                          " s";
+    if (paused.count() > 0)
+      message += "; not counting " + seconds_text(paused) +
+                 " s during which the coordinator did not run";
+    message += ")";
     if (!agent.activity.empty()) message += " while running " + agent.activity;
     if (!agent.local) {
       std::vector<int> silent_ranks;
       for (const AgentInfo& other : agents_)
-        if (!other.identity.empty() && now - other.last_heard > options_.heartbeat_timeout)
+        if (!other.identity.empty() &&
+            pauses_.silence(other.last_heard, now) > options_.heartbeat_timeout)
           silent_ranks.push_back(other.rank);
       if (const std::string hosts = lost_hosts(silent_ranks); !hosts.empty())
         message = hosts + " (unreachable or down); " + message;
@@ -517,6 +527,7 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
   while (true) {
     check_interrupt();
     const auto now = Clock::now();
+    pauses_.tick(now);
     note_gone_processes();
     for (const AgentInfo& agent : agents_)
       if (agent.process_gone && !agent.stopped_by_signal)

@@ -20,6 +20,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/pause_log.h"
 #include "common/wire/channel.h"
 #include "common/wire/curve.h"
 #include "common/wire/protocol.h"
@@ -192,6 +193,8 @@ class AgentPool {
   std::string lost_hosts(const std::vector<int>& ranks) const;
 
   AgentPoolOptions options_;
+  // Ticked by each turn of next(): a freeze of this host is not the agents' silence.
+  PauseLog pauses_;
   wire::RunKeys keys_;
   // Before channel_: the ZAP handler must exist when the ROUTER binds.
   std::unique_ptr<wire::CurveAuthenticator> authenticator_;

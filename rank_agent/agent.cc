@@ -13,6 +13,7 @@
 #include "common/boot_id.h"
 #include "common/heap.h"
 #include "common/log.h"
+#include "common/pause_log.h"
 #include "common/seconds_text.h"
 #include "common/subprocess.h"
 #include "pypto/error.h"
@@ -209,7 +210,10 @@ int RankAgent::control_loop() {
                                                  ? std::chrono::milliseconds(welcome_.deadline_ms)
                                                  : std::chrono::hours(24 * 3650);
   last_heard_ = Clock::now();
+  // One turn sleeps at most `heartbeat`; as much again is slack for a busy machine.
+  PauseLog pauses(2 * heartbeat);
   for (;;) {
+    pauses.tick(Clock::now());
     drain_wakeups();
     check_signal();
     if (auto code = flush_worker_outputs()) return *code;
@@ -218,16 +222,24 @@ int RankAgent::control_loop() {
       handle(*message);
     }
     const auto now = Clock::now();
-    if (now - last_heard_ >= deadline) {
-      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_heard_);
+    // A freeze of this host stopped the coordinator too: it does not count.
+    const auto paused = pauses.paused_since(last_heard_);
+    if (now - last_heard_ - paused >= deadline) {
+      using std::chrono::duration_cast;
+      using std::chrono::milliseconds;
+      const auto silent = duration_cast<milliseconds>(now - last_heard_);
+      std::string message = "lost the coordinator at " + options_.coord + ": silent for " +
+                            seconds_text(silent) + " s (its deadline is " +
+                            seconds_text(deadline) + " s";
+      if (paused.count() > 0)
+        message += "; not counting " + seconds_text(duration_cast<milliseconds>(paused)) +
+                   " s during which this process did not run";
       // Kernels may be blocked: no teardown, no goodbye to a peer that is gone.
-      fail_now(3,
-               "lost the coordinator at " + options_.coord + ": silent for " +
-                   seconds_text(silent) + " s (its deadline is " + seconds_text(deadline) + " s)",
-               false);
+      fail_now(3, message + ")", false);
     }
     if (now - last_sent_ >= heartbeat) send(wire::Heartbeat{});
-    wait_for_activity(std::min(last_sent_ + heartbeat, last_heard_ + deadline) - Clock::now());
+    wait_for_activity(
+        std::min(last_sent_ + heartbeat, last_heard_ + paused + deadline) - Clock::now());
   }
 }
 

@@ -27,9 +27,12 @@ struct ChannelOptions {
   // Messages (not frames) queued per peer in each direction.
   int high_water_mark = 10000;
   // ZMTP-level ping: closes the connection of a peer whose host vanished without a TCP
-  // reset. 0 turns it off. The protocol's own HEARTBEAT messages are what decides liveness.
+  // reset. 0 turns it off. The protocol's own HEARTBEAT messages are what decides liveness;
+  // the timeout is longer than theirs so that a freeze of the whole host (after which
+  // both sides discount the pause, common/pause_log.h) does not drop a connection and
+  // the messages queued on it.
   std::chrono::milliseconds transport_heartbeat{1000};
-  std::chrono::milliseconds transport_heartbeat_timeout{10000};
+  std::chrono::milliseconds transport_heartbeat_timeout{30000};
   // CURVE (common/wire/curve.h). bind(): the coordinator's key pair makes the ROUTER a
   // CURVE server. connect(): the agent's key makes the DEALER a CURVE client. Unset:
   // no encryption (unit tests of the framing only; pypto-coord and pypto-rank always

@@ -289,6 +289,32 @@ TEST(FaultInjectionTest, KillMinus9OfARankMidDispatchIsFailNamingTheRankAndSigna
   }
 }
 
+// A freeze of the whole host (a virtual machine not scheduled for seconds) stops
+// the coordinator, mpirun and every agent at once: longer than the heartbeat
+// timeout, it is nobody's silence, and the run goes on (common/pause_log.h).
+TEST(FaultInjectionTest, AFreezeOfEveryProcessLongerThanTheHeartbeatTimeoutIsNoFailure) {
+  const fs::path dir = copy_fixture("l3/allreduce_w2", "fi_freeze");
+  // Frozen as the agents start, as they prepare, as they run the dispatch.
+  const std::vector<std::string> moments{"launching 2 agents", "sent rank 1 the",
+                                         "sent dispatch d0"};
+  for (size_t t = 0; t < moments.size(); ++t) {
+    const std::string tag = "fi_freeze_" + std::to_string(t);
+    Background run = start_run(dir, tag, {"--heartbeat-timeout", "1", "--validate"});
+    ASSERT_TRUE(wait_for_text(run.err, moments[t], seconds(30))) << run.stderr_text();
+    const std::vector<pid_t> frozen = tagged_processes(tag);
+    for (pid_t pid : frozen) ::kill(pid, SIGSTOP);
+    std::this_thread::sleep_for(seconds(3));
+    for (pid_t pid : frozen) ::kill(pid, SIGCONT);
+    const Outcome o = finish(run, Clock::now(), seconds(30));
+    const std::string what = "frozen after '" + moments[t] + "', " +
+                             std::to_string(frozen.size()) + " process(es)";
+    ASSERT_TRUE(o.status) << what << ": still running\n" << o.err;
+    EXPECT_EQ(o.status->code, 0) << what << "\n" << o.err;
+    EXPECT_TRUE(contains(o.out, "validation: passed")) << what << "\n" << o.out << o.err;
+    expect_nothing_left(tag, o.err, what);
+  }
+}
+
 TEST(FaultInjectionTest, SigstopOfARankFailsAfterTheHeartbeatTimeoutNamingIt) {
   for (int t = 0; t < kTries; ++t) {
     const std::string tag = "fi_sigstop_" + std::to_string(t);
