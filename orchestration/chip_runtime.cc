@@ -281,6 +281,10 @@ void ChipRuntime::scope_end() {
 int64_t ChipRuntime::submit(int32_t func_id, int32_t core_type, const pypto_task_arg* args,
                             int32_t num_args, const int64_t* scalars, int32_t num_scalars) {
   if (failed_.load(std::memory_order_relaxed)) return -1;
+  if (held_slot_ >= 0) {  // not a lone task after all
+    push_ready(held_slot_);
+    held_slot_ = -1;
+  }
   const int64_t submit_begin = config_.swimlane_level >= 4 ? now_ns() : 0;
   try {
     const int64_t task_id = submitted_;
@@ -475,7 +479,12 @@ int64_t ChipRuntime::submit(int32_t func_id, int32_t core_type, const pypto_task
       }
     }
     if (config_.swimlane_level >= 4) slot.record.submit_end_ns = now_ns();
-    if (slot.fanin.fetch_sub(1) == 1) push_ready(slot_index);
+    if (slot.fanin.fetch_sub(1) == 1) {
+      if (task_id == 0 && config_.run_lone_task_inline && !recording())
+        held_slot_ = slot_index;
+      else
+        push_ready(slot_index);
+    }
     return task_id;
   } catch (const SubmitAbort&) {
     return -1;
@@ -493,6 +502,30 @@ void ChipRuntime::push_ready(int32_t slot_index) {
   std::lock_guard<std::mutex> lock(q.mu);
   q.slots.push_back(slot_index);
   if (q.sleepers > 0) q.cv.notify_one();
+}
+
+void ChipRuntime::run_held_task() {
+  const int32_t slot_index = held_slot_;
+  held_slot_ = -1;
+  Slot& slot = *slots_[slot_index];
+  // The first core of the kernel's type lends its identity (id, error buffer):
+  // its thread sleeps, as every core does between dispatches, and the ready queue
+  // it waits on stays empty.
+  Core* core = nullptr;
+  for (auto& c : cores_)
+    if (c->type == slot.kernel->core_type) {
+      core = c.get();
+      break;
+    }
+  if (!core) {  // no core of its type: the core threads report that
+    push_ready(slot_index);
+    return;
+  }
+  std::shared_lock<std::shared_mutex> held(core->liveness->mu);
+  core->held = &held;
+  run_task(core, slot);
+  complete_task(core, slot_index);
+  core->held = nullptr;
 }
 
 void ChipRuntime::core_loop(Core* core) {
@@ -679,6 +712,7 @@ DispatchRecord ChipRuntime::run(const OrchestrationCall& call,
   tensor_map_ = TensorMap(config_.dep_gen);
   record_ = DispatchRecord{};
   scope_stack_.clear();
+  held_slot_ = -1;
   failure_.clear();
   failed_.store(false);
   completed_ = 0;
@@ -724,6 +758,7 @@ DispatchRecord ChipRuntime::run(const OrchestrationCall& call,
     fail("program '" + call.program + "': orchestration " + *crash);
   if (scope_stack_.size() > 1)
     report_orchestration_error("returned with a scope still open (scope_begin without scope_end)");
+  if (held_slot_ >= 0) run_held_task();
 
   // Drain: every submitted task finishes (or is skipped after a failure). A short
   // dispatch (often one task) is done within microseconds: look again for a

@@ -63,6 +63,10 @@ struct RuntimeConfig {
   // tasks on a machine with cores to spare; 0 when the host is oversubscribed
   // (eight rank agents on two cores), where spinning only steals the others' time.
   int idle_spins = 64;
+  // A dispatch of one task runs it on the orchestrating thread instead of waking a
+  // core thread (one thread hand-off less). Only for a caller that enforces the
+  // dispatch deadline itself: a kernel that never returns then holds up run().
+  bool run_lone_task_inline = false;
 };
 
 // Core counts sized to the machine: half the cores each, at least 1, at most
@@ -133,6 +137,8 @@ class ChipRuntime {
   void run_task(Core* core, Slot& slot);
   void complete_task(Core* core, int32_t slot_index);
   void push_ready(int32_t slot_index);
+  // Runs the held lone task on the calling (orchestrating) thread.
+  void run_held_task();
   void retire(Slot& slot);
   void fail(const std::string& message);
   bool recording() const;
@@ -160,6 +166,9 @@ class ChipRuntime {
   TensorMap tensor_map_{false};
   std::vector<Dependency> deps_scratch_;
   std::vector<int32_t> scope_stack_;
+  // run_lone_task_inline: the first task, ready but not yet queued, until a second
+  // is submitted (then queued) or the orchestration returns (then run inline); -1: none.
+  int32_t held_slot_ = -1;
   DispatchRecord record_;
   std::vector<PmuEvent> pmu_events_;
   std::chrono::steady_clock::time_point deadline_;

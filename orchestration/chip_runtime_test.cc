@@ -413,6 +413,77 @@ TEST(ChipRuntimeTest, KernelPastTheDeadlineFailsAndPoisonsTheRuntime) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the thread exit
 }
 
+// ---- a lone task, run inline ----
+
+std::thread::id g_kernel_thread;
+void k_note_thread(const pypto_kernel_args* a) {
+  g_kernel_thread = std::this_thread::get_id();
+  at<float>(a->tensors[0], 0) += static_cast<float>(a->ctx->core_id + 1);
+}
+void orch_one_note(const pypto_orch_args* o) {
+  submit(o, 0, PYPTO_CORE_AIV, {inout(o->tensors[0])});
+}
+
+TEST(ChipRuntimeTest, ALoneTaskRunsOnTheOrchestratingThreadOnlyWhenAskedAndNotRecording) {
+  const std::vector<KernelBinding> kernels = {{0, "note", PYPTO_CORE_AIV, &k_note_thread, 1, 0}};
+  std::vector<float> v(1);
+  OrchestrationCall call;
+  call.program = "one";
+  call.entry = &orch_one_note;
+  call.tensors = {vec_view(v)};
+  struct Case {
+    bool inline_asked;
+    int swimlane_level;
+    bool runs_here;
+  };
+  for (const Case c : {Case{true, 0, true}, Case{false, 0, false}, Case{true, 2, false}}) {
+    SCOPED_TRACE(std::string("inline ") + (c.inline_asked ? "asked" : "not asked") +
+                 ", swimlane level " + std::to_string(c.swimlane_level));
+    RuntimeConfig config = test_config(/*aiv_cores=*/2);
+    config.run_lone_task_inline = c.inline_asked;
+    config.swimlane_level = c.swimlane_level;
+    ChipRuntime rt(config);
+    for (int i = 0; i < 3; ++i) {
+      v[0] = 0;
+      g_kernel_thread = {};
+      const DispatchRecord record = rt.run(call, kernels);
+      EXPECT_EQ(record.num_tasks, 1);
+      EXPECT_EQ(g_kernel_thread == std::this_thread::get_id(), c.runs_here);
+      // Inline, it borrows the first AIV core's identity; the kernel sees core id 1
+      // (AIC 0 comes first) as it would on that core.
+      if (c.runs_here) {
+        EXPECT_EQ(v[0], 2.0f);
+      } else {
+        EXPECT_GT(v[0], 0.0f);
+      }
+    }
+  }
+}
+
+TEST(ChipRuntimeTest, WithInlineAskedADispatchOfSeveralTasksStillRunsThemOnTheCores) {
+  RuntimeConfig config = test_config();
+  config.run_lone_task_inline = true;
+  ChipRuntime rt(config);
+  FanoutProgram p;  // four tasks; the first is held until the second is submitted
+  rt.run(p.call, arith_kernels());
+  for (float f : p.f()) EXPECT_EQ(f, 42.0f);
+
+  const std::vector<KernelBinding> kernels = {{0, "note", PYPTO_CORE_AIV, &k_note_thread, 1, 0}};
+  std::vector<float> a(1), b(1);
+  OrchestrationCall call;
+  call.program = "two";
+  call.entry = [](const pypto_orch_args* o) {
+    submit(o, 0, PYPTO_CORE_AIV, {inout(o->tensors[0])});
+    submit(o, 0, PYPTO_CORE_AIV, {inout(o->tensors[1])});
+  };
+  call.tensors = {vec_view(a), vec_view(b)};
+  g_kernel_thread = {};
+  EXPECT_EQ(rt.run(call, kernels).num_tasks, 2);
+  EXPECT_EQ(a[0], 2.0f);
+  EXPECT_EQ(b[0], 2.0f);
+  EXPECT_NE(g_kernel_thread, std::this_thread::get_id());
+}
+
 // ---- DFX recording ----
 
 TEST(ChipRuntimeTest, SwimlaneLevelsFillTheirFields) {

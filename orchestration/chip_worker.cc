@@ -87,6 +87,7 @@ chip::RuntimeConfig runtime_config_for(const RunConfig& config, const CoreCounts
   rc.rank = rank;
   rc.world = world;
   rc.idle_spins = cores.idle_spins;
+  rc.run_lone_task_inline = cores.run_lone_task_inline;
   return rc;
 }
 

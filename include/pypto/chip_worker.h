@@ -85,6 +85,9 @@ struct CoreCounts {
   int aiv = chip::default_core_count();
   // chip::RuntimeConfig::idle_spins: rank agents of an oversubscribed host set 0.
   int idle_spins = 64;
+  // chip::RuntimeConfig::run_lone_task_inline: only for a caller that ends a
+  // dispatch stuck past its deadline itself (a rank agent's control thread does).
+  bool run_lone_task_inline = false;
   static CoreCounts from_env();
 };
 
