@@ -16,6 +16,7 @@
 #include "common/pause_log.h"
 #include "common/seconds_text.h"
 #include "common/subprocess.h"
+#include "orchestration/dispatch_record.h"
 #include "pypto/error.h"
 #include "rank_agent/cpu_placement.h"
 
@@ -27,6 +28,10 @@ namespace {
 constexpr size_t kMaxHeldHashes = 4096;
 // Floor for a WELCOME's heartbeat interval, so a 0 cannot make the loop spin.
 constexpr std::chrono::milliseconds kMinHeartbeat{10};
+// How long after a dispatch's deadline the control thread ends a dispatch the
+// runtime could not fail itself: long enough for the runtime's own failure,
+// when it can report one, to arrive first.
+constexpr std::chrono::milliseconds kDispatchGrace{1000};
 
 volatile sig_atomic_t g_signal = 0;
 int g_wake_fd = -1;
@@ -238,8 +243,18 @@ int RankAgent::control_loop() {
       fail_now(3, message + ")", false);
     }
     if (now - last_sent_ >= heartbeat) send(wire::Heartbeat{});
-    wait_for_activity(
-        std::min(last_sent_ + heartbeat, last_heard_ + paused + deadline) - Clock::now());
+    // The runtime fails a dispatch at its deadline, unless the thread that would
+    // is the stuck one (a lone task runs on the worker thread): then this does,
+    // a moment later.
+    auto next_check = std::min(last_sent_ + heartbeat, last_heard_ + paused + deadline);
+    if (auto dispatch_deadline = worker_->activity().deadline_ns()) {
+      const int64_t now_ns = chip::now_ns();
+      if (auto overdue = worker_->activity().overdue(now_ns, kDispatchGrace))
+        fail_now(1, *overdue, true);
+      next_check = std::min(next_check, now + std::chrono::nanoseconds(*dispatch_deadline - now_ns) +
+                                            kDispatchGrace);
+    }
+    wait_for_activity(next_check - Clock::now());
   }
 }
 

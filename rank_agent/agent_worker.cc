@@ -15,6 +15,7 @@
 #include "common/wire/blob_store.h"
 #include "common/wire/manifest.h"
 #include "common/wire/tensor_frame.h"
+#include "orchestration/chip_runtime.h"
 #include "pypto/chip_worker.h"
 #include "pypto/compiled_program.h"
 #include "pypto/error.h"
@@ -48,6 +49,9 @@ CoreCounts core_counts_for(int ranks_on_node) {
   CoreCounts cores = CoreCounts::from_env();
   const long cpus = std::max(1u, std::thread::hardware_concurrency());
   if (static_cast<long>(ranks_on_node) * (cores.aic + cores.aiv) > cpus) cores.idle_spins = 0;
+  // The control thread ends a dispatch stuck past its deadline (RankAgent::control_loop),
+  // so a lone task may run on the worker thread, one thread hand-off less.
+  cores.run_lone_task_inline = true;
   return cores;
 }
 
@@ -594,14 +598,16 @@ void AgentWorker::dispatch(DispatchJob& job) {
     context.rank = rank;
     context.world = session_->world();
     context.comm = comm_api();
-    activity_.dispatch_started(static_cast<int64_t>(d.index), d.program, build.comm_windows);
+    context.dispatch_timeout = d.run.dispatch_timeout_ms
+                                   ? std::chrono::milliseconds(d.run.dispatch_timeout_ms)
+                                   : chip::RuntimeConfig{}.dispatch_timeout;
+    activity_.dispatch_started(static_cast<int64_t>(d.index), d.program, build.comm_windows,
+                               *context.dispatch_timeout);
     comm_state.set_log(&activity_.comm_log());
     context.comm_state = &comm_state;
     context.task_board = &activity_.board();
     context.dfx_dir = build.dir / "dfx" / ("d" + std::to_string(d.index));
     context.binary_store = settings_.binary_store;
-    if (d.run.dispatch_timeout_ms)
-      context.dispatch_timeout = std::chrono::milliseconds(d.run.dispatch_timeout_ms);
     std::error_code ec;
     fs::remove_all(*context.dfx_dir, ec);  // the files of this dispatch only
 

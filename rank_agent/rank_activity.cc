@@ -1,12 +1,14 @@
 #include "rank_agent/rank_activity.h"
 
+#include "common/seconds_text.h"
 #include "orchestration/dispatch_record.h"
 #include "pypto/kernel_abi.h"
 
 namespace pypto::rank {
 
 void RankActivity::dispatch_started(int64_t index, std::string program,
-                                    std::shared_ptr<const CommWindows> windows) {
+                                    std::shared_ptr<const CommWindows> windows,
+                                    std::chrono::milliseconds timeout) {
   comm_log_.clear();
   std::lock_guard<std::mutex> lock(mu_);
   state_ = wire::RankState{};
@@ -14,6 +16,7 @@ void RankActivity::dispatch_started(int64_t index, std::string program,
   state_.program = std::move(program);
   state_.running = true;
   state_.start_ns = chip::now_ns();
+  timeout_ = timeout;
   windows_ = std::move(windows);
 }
 
@@ -23,6 +26,38 @@ void RankActivity::dispatch_ended(bool ok, std::string error) {
   state_.ok = ok;
   state_.error = std::move(error);
   state_.end_ns = chip::now_ns();
+}
+
+std::optional<int64_t> RankActivity::deadline_ns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!state_.running) return std::nullopt;
+  return state_.start_ns + std::chrono::nanoseconds(timeout_).count();
+}
+
+std::optional<std::string> RankActivity::overdue(int64_t now_ns,
+                                                 std::chrono::milliseconds grace) const {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!state_.running ||
+        now_ns < state_.start_ns + std::chrono::nanoseconds(timeout_ + grace).count())
+      return std::nullopt;
+    text = "dispatch d" + std::to_string(state_.dispatch) + " (program '" + state_.program +
+           "') still running " + seconds_text(grace) + " s after the dispatch deadline of " +
+           seconds_text(timeout_) + " s: ";
+  }
+  const std::vector<chip::RunningTask> tasks = board_.running();
+  if (tasks.empty()) {
+    text += "no task is in a kernel (an orchestration that never returns?)";
+  } else {
+    text += std::to_string(tasks.size()) + " task(s) still running (a kernel that never returns?):";
+    for (const chip::RunningTask& task : tasks)
+      text += " task " + std::to_string(task.task_id) + " '" + task.kernel + "' on " +
+              (task.core_type == PYPTO_CORE_AIC ? "aic" : "aiv") + " core " +
+              std::to_string(task.core_id) + ";";
+    text.pop_back();
+  }
+  return text + "; this process must be restarted";
 }
 
 wire::RankState RankActivity::snapshot() const {

@@ -6,9 +6,11 @@
 // a snapshot at any time, without stopping anything.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,19 +30,30 @@ class RankActivity {
   const CommLog& comm_log() const { return comm_log_; }
 
   // Worker thread: a dispatch begins (clears the log) and ends. `windows`
-  // names the window ids of the snapshot's comm calls.
+  // names the window ids of the snapshot's comm calls; `timeout` is the
+  // dispatch's deadline, counted from now.
   void dispatch_started(int64_t index, std::string program,
-                        std::shared_ptr<const CommWindows> windows);
+                        std::shared_ptr<const CommWindows> windows,
+                        std::chrono::milliseconds timeout);
   void dispatch_ended(bool ok, std::string error);
 
   // Any thread.
   wire::RankState snapshot() const;
+  // The running dispatch's deadline (CLOCK_MONOTONIC ns); none between dispatches.
+  std::optional<int64_t> deadline_ns() const;
+  // When a dispatch is still running at `now_ns`, `grace` past its deadline:
+  // what is still running, for the error that ends the process. The runtime
+  // fails a dispatch at the deadline itself unless the thread that would do so
+  // is the one stuck (a lone task run inline, an orchestration that never
+  // returns); the control thread then asks this.
+  std::optional<std::string> overdue(int64_t now_ns, std::chrono::milliseconds grace) const;
 
  private:
   chip::TaskBoard board_;
   CommLog comm_log_;
   mutable std::mutex mu_;
   wire::RankState state_;  // without tasks and comm calls; guarded by mu_
+  std::chrono::milliseconds timeout_{0};  // guarded by mu_
   std::shared_ptr<const CommWindows> windows_;  // guarded by mu_
 };
 

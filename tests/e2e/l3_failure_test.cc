@@ -175,6 +175,23 @@ Background start_slow_run(const std::string& tag, const std::string& name) {
   return coordinator;
 }
 
+// slow_w2 submits one task per rank, which the agent runs on its worker thread
+// (no core thread to hand it to): the runtime cannot fail it at the deadline
+// from the thread it is stuck on, so the agent's control thread does.
+TEST(L3FailureTest, ALoneTaskPastTheDispatchDeadlineEndsTheRunNamingItsKernel) {
+  const fs::path dir = copy_fixture("l3_broken/slow_w2", "l3_lone_timeout");
+  const std::string tag = "lone_timeout";
+  const auto start = Clock::now();
+  CoordResult r = coord({"run", dir.string(), "--timeout", "1"}, l3_env(tag));
+  EXPECT_EQ(r.exit_code, 1) << r.all();
+  EXPECT_LT(seconds_since(start), 15.0) << "the run waited for the 20 s kernels";
+  EXPECT_TRUE(contains(r.err, "dispatch d0 (program 'slow_orch') still running 1 s after the "
+                              "dispatch deadline of 1 s: 1 task(s) still running (a kernel that "
+                              "never returns?): task 0 'slow_copy' on aiv core "))
+      << r.err;
+  EXPECT_TRUE(survivors(tag).empty());
+}
+
 // A kernel that ends its process with _exit(0): not a signal, not a crash, but an
 // exit with status 0 during the dispatch, as mpirun reports it (docs/errors.md).
 TEST(L3FailureTest, AKernelThatExitsWithStatusZeroIsNamedWithThatStatus) {
