@@ -74,13 +74,6 @@ constexpr int64_t kRows = 1024, kCols = 4096;  // 16 MiB of f32 per rank
 constexpr double kBytes = double(kRows * kCols * 4);
 const std::vector<std::string> kOps = {"allreduce", "allgather", "reduce_scatter"};
 
-double load_average() {
-  std::ifstream in("/proc/loadavg");
-  double one = 0;
-  in >> one;
-  return one;
-}
-
 double bus_factor(const std::string& op, int world) {
   return (op == "allreduce" ? 2.0 : 1.0) * (world - 1) / world;
 }

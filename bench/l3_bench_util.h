@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ inline double median(std::vector<double> values) {
 
 inline double min_of(const std::vector<double>& values) {
   return values.empty() ? 0 : *std::min_element(values.begin(), values.end());
+}
+
+// The 1-minute load average (/proc/loadavg), printed beside every figure.
+inline double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one = 0;
+  in >> one;
+  return one;
 }
 
 inline std::string join(const std::vector<double>& values, const char* format = "%.2f") {

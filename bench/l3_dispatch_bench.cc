@@ -14,8 +14,14 @@
 // thread); one round = one two-frame message (256 + 64 bytes, about a
 // DISPATCH with its 16-element input) to each and all W echoes back.
 //
-// Per repetition: --warmup rounds, then --rounds timed rounds of raw, then the
-// same of the runtime (interleaved per repetition). Reports per repetition
+// --handoff adds a third side, raw_zmq_handoff: the same echo, but each
+// message goes from the thread that received it to a second thread (mutex +
+// condition variable) and back (eventfd, slept on in zmq_poll beside the
+// socket), as an agent's control and worker threads pass a DISPATCH and its
+// DISPATCH_DONE: what that hand-off alone adds to a round.
+//
+// Per repetition: --warmup rounds, then --rounds timed rounds of raw (and of
+// raw_zmq_handoff), then the same of the runtime (interleaved per repetition). Reports per repetition
 // the median us/round of each, and the median over repetitions; plus where a
 // runtime round goes (medians): submit() (encode + send of W DISPATCHes),
 // the agents' dispatch envelope (worker thread: DISPATCH decoded -> DONE
@@ -30,8 +36,8 @@
 // task, and the control thread -> worker thread -> eventfd hand-off.
 //
 // Output (one line per measurement, key=value after the first word):
-//   l3_dispatch impl=raw_zmq world=8 rounds=2000 rep=0 median_us=.. mean_us=..
-//   l3_dispatch impl=runtime world=8 ... median_us=.. submit_us=.. agent_us=.. run_us=..
+//   l3_dispatch impl=raw_zmq world=8 rounds=2000 rep=0 median_us=.. mean_us=.. load=..
+//   l3_dispatch impl=runtime world=8 ... median_us=.. submit_us=.. agent_us=.. run_us=.. load=..
 //   l3_dispatch summary world=8 raw_us=.. runtime_us=.. ratio=..
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -40,6 +46,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <chrono>
@@ -79,35 +86,103 @@ double us_since(Clock::time_point start) {
 constexpr size_t kHeaderBytes = 256;
 constexpr size_t kPayloadBytes = 64;
 
+using Frames = std::vector<zmq::message_t>;
+
+// Receives one whole message without waiting; empty when none is there.
+Frames receive_now(zmq::socket_t& socket) {
+  Frames frames;
+  for (;;) {
+    zmq::message_t frame;
+    if (!socket.recv(frame, zmq::recv_flags::dontwait)) break;
+    const bool more = frame.more();
+    frames.push_back(std::move(frame));
+    if (!more) break;
+  }
+  return frames;
+}
+
+bool is_quit(const Frames& frames) {
+  return frames.size() == 1 && frames[0].to_string_view() == "quit";
+}
+
+void send_all(zmq::socket_t& socket, Frames& frames) {
+  for (size_t i = 0; i < frames.size(); ++i)
+    socket.send(frames[i],
+                i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+}
+
+// --echo ENDPOINT --handoff: the echo, each message passed to a second thread
+// and back before it is returned, as RankAgent and AgentWorker pass a DISPATCH.
+int echo_handoff(zmq::socket_t& socket) {
+  const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Frames> in, out;
+  bool stop = false;
+  std::thread second([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return !in.empty() || stop; });
+      if (stop) return;
+      out.push_back(std::move(in.front()));
+      in.pop_front();
+      const uint64_t one = 1;
+      (void)::write(fd, &one, sizeof one);
+    }
+  });
+  for (bool quit = false; !quit;) {
+    zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, fd, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(-1));
+    uint64_t count = 0;
+    (void)::read(fd, &count, sizeof count);
+    std::deque<Frames> replies;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      replies.swap(out);
+    }
+    for (Frames& frames : replies) send_all(socket, frames);
+    for (Frames frames = receive_now(socket); !frames.empty(); frames = receive_now(socket)) {
+      if ((quit = is_quit(frames))) break;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        in.push_back(std::move(frames));
+      }
+      cv.notify_one();
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_one();
+  second.join();
+  ::close(fd);
+  return 0;
+}
+
 // --echo ENDPOINT: a DEALER that returns every message it gets, until "quit".
-int echo_main(const std::string& endpoint) {
+int echo_main(const std::string& endpoint, bool handoff) {
   zmq::context_t context(1);
   zmq::socket_t socket(context, zmq::socket_type::dealer);
   socket.set(zmq::sockopt::linger, 0);
   socket.connect(endpoint);
   socket.send(zmq::str_buffer("hello"), zmq::send_flags::none);
+  if (handoff) return echo_handoff(socket);
   for (;;) {
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, std::chrono::milliseconds(-1));
-    std::vector<zmq::message_t> frames;
-    for (;;) {
-      zmq::message_t frame;
-      if (!socket.recv(frame, zmq::recv_flags::none)) break;
-      const bool more = frame.more();
-      frames.push_back(std::move(frame));
-      if (!more) break;
+    for (Frames frames = receive_now(socket); !frames.empty(); frames = receive_now(socket)) {
+      if (is_quit(frames)) return 0;
+      send_all(socket, frames);
     }
-    if (frames.size() == 1 && frames[0].to_string_view() == "quit") return 0;
-    for (size_t i = 0; i < frames.size(); ++i)
-      socket.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore
-                                                   : zmq::send_flags::none);
   }
 }
 
 // The raw side: ROUTER + W echo processes.
 class RawEcho {
  public:
-  RawEcho(int world, const std::string& self) : socket_(context_, zmq::socket_type::router) {
+  RawEcho(int world, const std::string& self, bool handoff)
+      : socket_(context_, zmq::socket_type::router) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.set(zmq::sockopt::router_mandatory, true);
     socket_.bind("tcp://127.0.0.1:*");
@@ -117,7 +192,8 @@ class RawEcho {
       if (pid < 0) throw InfraError("fork failed");
       if (pid == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the benchmark
-        execl(self.c_str(), self.c_str(), "--echo", endpoint.c_str(), static_cast<char*>(nullptr));
+        execl(self.c_str(), self.c_str(), "--echo", endpoint.c_str(), handoff ? "--handoff" : nullptr,
+              static_cast<char*>(nullptr));
         _exit(127);
       }
       pids_.push_back(pid);
@@ -178,7 +254,7 @@ struct RuntimeRep {
 };
 
 void bench_world(const fs::path& build_dir, int rounds, int warmup, int reps,
-                 const std::string& self, std::vector<std::string>& summary) {
+                 const std::string& self, bool handoff, std::vector<std::string>& summary) {
   const DistributedCompiledProgram program = DistributedCompiledProgram::from_dir(build_dir);
   const int world = static_cast<int>(program.world_size());
   DistributedWorkerOptions options;
@@ -203,24 +279,30 @@ void bench_world(const fs::path& build_dir, int rounds, int warmup, int reps,
                             build_dir.string());
   }
 
-  RawEcho raw(world, self);
-  std::vector<double> raw_medians, runtime_medians;
-  for (int rep = 0; rep < reps; ++rep) {
-    // Raw ZeroMQ.
-    for (int i = 0; i < warmup; ++i) raw.round();
-    std::vector<double> raw_us;
-    raw_us.reserve(size_t(rounds));
-    const auto raw_start = Clock::now();
+  RawEcho raw(world, self, false);
+  std::unique_ptr<RawEcho> raw_handoff;
+  if (handoff) raw_handoff = std::make_unique<RawEcho>(world, self, true);
+  // One side's timed rounds: the median us/round, and a line for it.
+  auto time_raw = [&](RawEcho& echo, const char* impl, int rep) {
+    for (int i = 0; i < warmup; ++i) echo.round();
+    std::vector<double> us;
+    us.reserve(size_t(rounds));
+    const auto side_start = Clock::now();
     for (int i = 0; i < rounds; ++i) {
       const auto start = Clock::now();
-      raw.round();
-      raw_us.push_back(us_since(start));
+      echo.round();
+      us.push_back(us_since(start));
     }
-    const double raw_mean = us_since(raw_start) / rounds;
-    raw_medians.push_back(median(raw_us));
-    std::printf("l3_dispatch impl=raw_zmq world=%d rounds=%d rep=%d median_us=%.1f mean_us=%.1f "
-                "min_us=%.1f\n",
-                world, rounds, rep, raw_medians.back(), raw_mean, min_of(raw_us));
+    const double mean = us_since(side_start) / rounds;
+    std::printf("l3_dispatch impl=%s world=%d rounds=%d rep=%d median_us=%.1f mean_us=%.1f "
+                "min_us=%.1f load=%.2f\n",
+                impl, world, rounds, rep, median(us), mean, min_of(us), load_average());
+    return median(us);
+  };
+  std::vector<double> raw_medians, handoff_medians, runtime_medians;
+  for (int rep = 0; rep < reps; ++rep) {
+    raw_medians.push_back(time_raw(raw, "raw_zmq", rep));
+    if (raw_handoff) handoff_medians.push_back(time_raw(*raw_handoff, "raw_zmq_handoff", rep));
 
     // Runtime.
     for (int i = 0; i < warmup; ++i) worker->run(program, args, run_options);
@@ -247,20 +329,24 @@ void bench_world(const fs::path& build_dir, int rounds, int warmup, int reps,
     runtime_medians.push_back(median(r.round_us));
     std::printf("l3_dispatch impl=runtime world=%d rounds=%d rep=%d median_us=%.1f mean_us=%.1f "
                 "min_us=%.1f submit_us=%.1f agent_max_us=%.1f run_max_us=%.1f "
-                "assemble_max_us=%.1f ratio=%.2f\n",
+                "assemble_max_us=%.1f ratio=%.2f load=%.2f\n",
                 world, rounds, rep, runtime_medians.back(), rt_mean, min_of(r.round_us),
                 median(r.submit_us), median(r.agent_us), median(r.run_us), median(r.assemble_us),
-                runtime_medians.back() / raw_medians.back());
+                runtime_medians.back() / raw_medians.back(), load_average());
     std::fflush(stdout);
   }
   worker->close();
   const double raw_us = median(raw_medians), rt_us = median(runtime_medians);
-  char line[512];
+  std::string handoff_text;
+  if (!handoff_medians.empty())
+    handoff_text = " handoff_us=" + join({median(handoff_medians)}, "%.1f") +
+                   " handoff_reps=" + join(handoff_medians, "%.1f");
+  char line[768];
   std::snprintf(line, sizeof line,
                 "l3_dispatch summary world=%d reps=%d raw_us=%.1f runtime_us=%.1f ratio=%.2f "
-                "raw_reps=%s runtime_reps=%s",
+                "raw_reps=%s runtime_reps=%s%s",
                 world, reps, raw_us, rt_us, rt_us / raw_us, join(raw_medians, "%.1f").c_str(),
-                join(runtime_medians, "%.1f").c_str());
+                join(runtime_medians, "%.1f").c_str(), handoff_text.c_str());
   summary.push_back(line);
 }
 
@@ -437,7 +523,8 @@ void profile_pieces(const fs::path& build_dir, int n, const fs::path& scratch) {
 
 int main(int argc, char** argv) {
   using namespace pypto::bench;
-  if (argc == 3 && std::string(argv[1]) == "--echo") return echo_main(argv[2]);
+  if (argc >= 3 && std::string(argv[1]) == "--echo")
+    return echo_main(argv[2], argc == 4 && std::string(argv[3]) == "--handoff");
   CLI::App app{"l3_dispatch_bench: empty-dispatch round trip vs raw ZeroMQ"};
   std::vector<std::string> builds;
   int rounds = 2000, warmup = 200, reps = 5;
@@ -446,6 +533,9 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "timed rounds per repetition and side");
   app.add_option("--warmup", warmup, "untimed rounds before each repetition's timed ones");
   app.add_option("--reps", reps, "repetitions (each: raw, then runtime)");
+  bool handoff = false;
+  app.add_flag("--handoff", handoff,
+               "also time raw_zmq_handoff: the echo with a thread hand-off each way");
   bool profile = false;
   app.add_flag("--profile", profile,
                "time the pieces of a dispatch in this process instead (first build only)");
@@ -465,7 +555,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::vector<std::string> summary;
-    for (const std::string& build : builds) bench_world(build, rounds, warmup, reps, self, summary);
+    for (const std::string& build : builds) bench_world(build, rounds, warmup, reps, self, handoff, summary);
     for (const std::string& line : summary) std::printf("%s\n", line.c_str());
     std::error_code ec;
     fs::remove_all(scratch, ec);
