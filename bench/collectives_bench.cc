@@ -346,7 +346,8 @@ int main(int argc, char** argv) {
     if (o.mpi_bench.empty())
       o.mpi_bench =
           (fs::canonical("/proc/self/exe").parent_path() / "mpi_collectives_bench").string();
-    const fs::path scratch = make_scratch("collectives_bench");
+    const ScratchDir scratch_dir("collectives_bench");
+    const fs::path& scratch = scratch_dir.path();
     l3_bench_env(scratch);
     std::printf("# collectives_bench: 16 MiB fp32 per rank, rounds=%d warmup=%d reps=%d "
                 "mpi_iters=%d traced_rounds=%d; kernel = the slowest rank's run phase, no DFX; "
@@ -364,8 +365,6 @@ int main(int argc, char** argv) {
                     op.c_str(), world, mpi_bw, rt_bw, rt_bw / mpi_bw, median(f.fraction),
                     f.load_max);
       }
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "collectives_bench: error: %s\n", e.what());
     return 1;

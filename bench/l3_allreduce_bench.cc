@@ -218,7 +218,8 @@ int main(int argc, char** argv) {
     pypto::log::init(std::string("warn"));
     if (mpi_bench.empty())
       mpi_bench = (fs::canonical("/proc/self/exe").parent_path() / "mpi_allreduce_bench").string();
-    const fs::path scratch = make_scratch("l3_allreduce_bench");
+    const ScratchDir scratch_dir("l3_allreduce_bench");
+    const fs::path& scratch = scratch_dir.path();
     l3_bench_env(scratch);
     std::printf("# l3_allreduce_bench: 16 MiB fp32 per rank, rounds=%d warmup=%d reps=%d "
                 "mpi_iters=%d; runtime timed by swimlane level 1 (max end - max start over "
@@ -235,8 +236,6 @@ int main(int argc, char** argv) {
                   s.world, s.mpi_ms, mpi_bw, s.kernel_ms, rt_bw, rt_bw / mpi_bw, s.run_ms,
                   busbw_gbs(s.run_ms, s.world) / mpi_bw, s.wall_ms);
     }
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "l3_allreduce_bench: error: %s\n", e.what());
     return 1;

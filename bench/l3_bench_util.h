@@ -102,4 +102,21 @@ inline fs::path make_scratch(const std::string& name) {
   return pattern;
 }
 
+// A scratch directory removed with everything in it when the benchmark ends,
+// on an error too.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name) : path_(make_scratch(name)) {}
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 }  // namespace pypto::bench

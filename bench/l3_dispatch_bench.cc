@@ -542,7 +542,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     pypto::log::init(std::string("warn"));
-    const fs::path scratch = make_scratch("l3_dispatch_bench");
+    const ScratchDir scratch_dir("l3_dispatch_bench");
+    const fs::path& scratch = scratch_dir.path();
     l3_bench_env(scratch);
     const std::string self = fs::canonical("/proc/self/exe").string();
     std::printf("# l3_dispatch_bench: rounds=%d warmup=%d reps=%d, DFX off, log level warn, "
@@ -550,15 +551,12 @@ int main(int argc, char** argv) {
                 rounds, warmup, reps, std::getenv("PYPTO_BLOB_STORE"));
     if (profile) {
       profile_pieces(builds.at(0), rounds, scratch);
-      std::error_code ec;
-      fs::remove_all(scratch, ec);
       return 0;
     }
     std::vector<std::string> summary;
-    for (const std::string& build : builds) bench_world(build, rounds, warmup, reps, self, handoff, summary);
+    for (const std::string& build : builds)
+      bench_world(build, rounds, warmup, reps, self, handoff, summary);
     for (const std::string& line : summary) std::printf("%s\n", line.c_str());
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "l3_dispatch_bench: error: %s\n", e.what());
     return 1;

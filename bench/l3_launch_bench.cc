@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
   try {
     if (trivial.empty())
       trivial = (fs::canonical("/proc/self/exe").parent_path() / "mpi_trivial").string();
-    const fs::path scratch = make_scratch("l3_launch_bench");
+    const ScratchDir scratch_dir("l3_launch_bench");
+    const fs::path& scratch = scratch_dir.path();
     l3_bench_env(scratch);
     const fs::path dir = scratch / fs::path(build).filename();
     fs::copy(build, dir, fs::copy_options::recursive);
@@ -114,8 +115,6 @@ int main(int argc, char** argv) {
                 "mpirun_all_ms=%s coord_all_ms=%s\n",
                 world, reps, b, c, c / b, join(bare_ms, "%.0f").c_str(),
                 join(coord_ms, "%.0f").c_str());
-    std::error_code ec;
-    fs::remove_all(scratch, ec);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "l3_launch_bench: error: %s\n", e.what());
     return 1;
