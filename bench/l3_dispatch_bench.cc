@@ -21,8 +21,8 @@
 // DISPATCH_DONE: what that hand-off alone adds to a round.
 //
 // Per repetition: --warmup rounds, then --rounds timed rounds of raw (and of
-// raw_zmq_handoff), then the same of the runtime (interleaved per repetition). Reports per repetition
-// the median us/round of each, and the median over repetitions; plus where a
+// raw_zmq_handoff), then the same of the runtime (interleaved per repetition).
+// Reports per repetition the median us/round of each, and the median over repetitions; plus where a
 // runtime round goes (medians): submit() (encode + send of W DISPATCHes),
 // the agents' dispatch envelope (worker thread: DISPATCH decoded -> DONE
 // built, max over ranks), the "run" phase (ChipWorker::run of the one task,
@@ -53,6 +53,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 #include <zmq.hpp>
 
@@ -111,53 +112,76 @@ void send_all(zmq::socket_t& socket, Frames& frames) {
                 i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
 }
 
-// --echo ENDPOINT --handoff: the echo, each message passed to a second thread
-// and back before it is returned, as RankAgent and AgentWorker pass a DISPATCH.
-int echo_handoff(zmq::socket_t& socket) {
-  const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Frames> in, out;
-  bool stop = false;
-  std::thread second([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    for (;;) {
-      cv.wait(lock, [&] { return !in.empty() || stop; });
-      if (stop) return;
-      out.push_back(std::move(in.front()));
-      in.pop_front();
-      const uint64_t one = 1;
-      (void)::write(fd, &one, sizeof one);
-    }
-  });
-  for (bool quit = false; !quit;) {
-    zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, fd, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(-1));
-    uint64_t count = 0;
-    (void)::read(fd, &count, sizeof count);
-    std::deque<Frames> replies;
+// The agent's hand-off: what one thread gives (mutex + condition variable) a
+// second thread passes back (eventfd, which the first sleeps on in zmq_poll), as
+// RankAgent passes a DISPATCH to AgentWorker and the DISPATCH_DONE comes back.
+template <class T>
+class Handoff {
+ public:
+  Handoff() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), second_([this] { pass_back(); }) {}
+  ~Handoff() {
     {
-      std::lock_guard<std::mutex> lock(mu);
-      replies.swap(out);
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
     }
-    for (Frames& frames : replies) send_all(socket, frames);
+    cv_.notify_one();
+    second_.join();
+    ::close(fd_);
+  }
+  Handoff(const Handoff&) = delete;
+  Handoff& operator=(const Handoff&) = delete;
+
+  int fd() const { return fd_; }
+  void give(T item) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_.push_back(std::move(item));
+    }
+    cv_.notify_one();
+  }
+  // What came back so far; clears the eventfd.
+  std::deque<T> take() {
+    uint64_t count = 0;
+    (void)::read(fd_, &count, sizeof count);
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(out_, {});
+  }
+
+ private:
+  void pass_back() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return !in_.empty() || stop_; });
+      if (stop_) return;
+      out_.push_back(std::move(in_.front()));
+      in_.pop_front();
+      const uint64_t one = 1;
+      (void)::write(fd_, &one, sizeof one);
+    }
+  }
+
+  const int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<T> in_, out_;
+  bool stop_ = false;
+  std::thread second_;  // last: it starts once the rest is built
+};
+
+// --echo ENDPOINT --handoff: the echo, each message passed to a second thread
+// and back before it is returned.
+int echo_handoff(zmq::socket_t& socket) {
+  Handoff<Frames> handoff;
+  for (;;) {
+    zmq::pollitem_t items[2] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
+                                {nullptr, handoff.fd(), ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(-1));
+    for (Frames& frames : handoff.take()) send_all(socket, frames);
     for (Frames frames = receive_now(socket); !frames.empty(); frames = receive_now(socket)) {
-      if ((quit = is_quit(frames))) break;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        in.push_back(std::move(frames));
-      }
-      cv.notify_one();
+      if (is_quit(frames)) return 0;
+      handoff.give(std::move(frames));
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-  }
-  cv.notify_one();
-  second.join();
-  ::close(fd);
-  return 0;
 }
 
 // --echo ENDPOINT: a DEALER that returns every message it gets, until "quit".
@@ -192,8 +216,8 @@ class RawEcho {
       if (pid < 0) throw InfraError("fork failed");
       if (pid == 0) {
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the benchmark
-        execl(self.c_str(), self.c_str(), "--echo", endpoint.c_str(), handoff ? "--handoff" : nullptr,
-              static_cast<char*>(nullptr));
+        execl(self.c_str(), self.c_str(), "--echo", endpoint.c_str(),
+              handoff ? "--handoff" : nullptr, static_cast<char*>(nullptr));
         _exit(127);
       }
       pids_.push_back(pid);
@@ -293,11 +317,11 @@ void bench_world(const fs::path& build_dir, int rounds, int warmup, int reps,
       echo.round();
       us.push_back(us_since(start));
     }
-    const double mean = us_since(side_start) / rounds;
+    const double mean = us_since(side_start) / rounds, middle = median(us);
     std::printf("l3_dispatch impl=%s world=%d rounds=%d rep=%d median_us=%.1f mean_us=%.1f "
                 "min_us=%.1f load=%.2f\n",
-                impl, world, rounds, rep, median(us), mean, min_of(us), load_average());
-    return median(us);
+                impl, world, rounds, rep, middle, mean, min_of(us), load_average());
+    return middle;
   };
   std::vector<double> raw_medians, handoff_medians, runtime_medians;
   for (int rep = 0; rep < reps; ++rep) {
@@ -472,42 +496,14 @@ void profile_pieces(const fs::path& build_dir, int n, const fs::path& scratch) {
     run_ms.push_back(r.run_ms * 1e3);
   });
 
-  // The agent's hand-off: control thread -> worker thread (mutex + condition
-  // variable) -> control thread (eventfd, slept on in poll), as AgentWorker does.
-  const int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<int> jobs;
-  bool stop = false;
-  std::thread worker([&] {
-    for (;;) {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return !jobs.empty() || stop; });
-      if (stop) return;
-      jobs.pop_front();
-      lock.unlock();
-      const uint64_t one = 1;
-      (void)::write(fd, &one, sizeof one);
-    }
-  });
+  // The agent's hand-off alone: control thread -> worker thread -> control thread.
+  Handoff<int> pass;
   const double handoff = median_us(n, [&] {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      jobs.push_back(1);
-    }
-    cv.notify_one();
-    zmq::pollitem_t item{nullptr, fd, ZMQ_POLLIN, 0};
+    pass.give(1);
+    zmq::pollitem_t item{nullptr, pass.fd(), ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, std::chrono::milliseconds(-1));
-    uint64_t count = 0;
-    (void)::read(fd, &count, sizeof count);
+    (void)pass.take();
   });
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-  }
-  cv.notify_one();
-  worker.join();
-  ::close(fd);
 
   std::printf("l3_dispatch profile rounds=%d codec_dispatch_us=%.1f codec_done_us=%.1f "
               "from_sub_build_us=%.1f assemble_us=%.1f assemble_jobs1_us=%.1f "
