@@ -1,5 +1,6 @@
 #include "coordinator/agent_pool.h"
 
+#include <poll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -501,12 +502,21 @@ void AgentPool::check_interrupt() const {
   }
 }
 
-void AgentPool::note_gone_processes() {
+bool AgentPool::note_gone_processes() {
+  // One poll(2) for every pidfd: next() runs this once per message, and a system
+  // call per agent per message was a tenth of the coordinator's time at world 8.
+  std::vector<pollfd> fds;
+  std::vector<AgentInfo*> owners;
   for (AgentInfo& agent : agents_) {
     if (agent.pidfd < 0 || agent.process_gone) continue;
-    zmq_pollitem_t item{nullptr, agent.pidfd, ZMQ_POLLIN, 0};
-    if (zmq_poll(&item, 1, 0) > 0 && (item.revents & ZMQ_POLLIN)) agent.process_gone = true;
+    fds.push_back({agent.pidfd, POLLIN, 0});
+    owners.push_back(&agent);
   }
+  if (job_pidfd_ >= 0) fds.push_back({job_pidfd_, POLLIN, 0});
+  if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return job_pidfd_ < 0;
+  for (size_t i = 0; i < owners.size(); ++i)
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) owners[i]->process_gone = true;
+  return job_pidfd_ < 0 || (fds.back().revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
 void AgentPool::wait_readable(Clock::time_point until) {
@@ -528,11 +538,11 @@ std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {
     check_interrupt();
     const auto now = Clock::now();
     pauses_.tick(now);
-    note_gone_processes();
+    const bool job_may_have_ended = note_gone_processes();
     for (const AgentInfo& agent : agents_)
       if (agent.process_gone && !agent.stopped_by_signal)
         fail_lost("the process of " + describe(agent.rank) + " ended");
-    if (job_poll_) {
+    if (job_poll_ && job_may_have_ended) {
       if (auto ended = job_poll_()) fail_lost("the agents' job: " + ended->what, ended->killed);
     }
 

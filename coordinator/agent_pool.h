@@ -182,7 +182,9 @@ class AgentPool {
   void check_interrupt() const;
   // Polls the ROUTER, the interrupt pipe and the pidfds until one is ready or `until`.
   void wait_readable(Clock::time_point until);
-  void note_gone_processes();
+  // Marks the local agents whose process has ended; true when the job's exit fd is
+  // readable (or there is none), i.e. when the job itself may have ended.
+  bool note_gone_processes();
   // Something died: collect a little longer, then throw naming the rank to blame.
   // `launcher_killed`: the trigger is mpirun killed by a signal; the ranks it leaves
   // behind are its victims, not culprits.
