@@ -10,6 +10,7 @@
 #include <ctime>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -256,8 +257,13 @@ void AgentPool::handle_hello(wire::Decoded& decoded) {
   agent.last_heard = Clock::now();
   rank_by_identity_[agent.identity] = hello.rank;
   ++connected_;
+  // Unguessable, so that only this agent can name a connection as its data connection.
+  std::random_device random;
+  while (agent.attach_token == 0)
+    agent.attach_token = uint64_t{random()} << 32 | uint64_t{random()};
 
   wire::Welcome welcome;
+  welcome.attach_token = agent.attach_token;
   welcome.run_id = options_.run_id;
   welcome.heartbeat_interval_ms = static_cast<uint32_t>(options_.heartbeat_interval.count());
   welcome.deadline_ms = static_cast<uint32_t>(options_.heartbeat_timeout.count());
@@ -266,9 +272,29 @@ void AgentPool::handle_hello(wire::Decoded& decoded) {
              agent.local ? "watched by pidfd" : "watched by heartbeats");
 }
 
+void AgentPool::handle_attach(const wire::Decoded& decoded) {
+  const wire::Attach& attach = std::get<wire::Attach>(decoded.message);
+  const std::string who = "an ATTACH claiming rank " + std::to_string(attach.rank);
+  if (attach.rank < 0 || attach.rank >= options_.world)
+    return drop_peer(decoded.identity, "refused " + who + ": no such rank");
+  AgentInfo& agent = agents_[static_cast<size_t>(attach.rank)];
+  if (agent.identity.empty() || attach.token != agent.attach_token)
+    return drop_peer(decoded.identity, "refused " + who + ": not the token of its WELCOME");
+  if (!agent.data_identity.empty() || rank_of(decoded.identity) >= 0)
+    return drop_peer(decoded.identity, "refused " + who + ": it has a data connection already");
+  agent.data_identity = decoded.identity;
+  agent.last_heard = Clock::now();
+  rank_by_identity_[agent.data_identity] = attach.rank;
+  log::debug("{}: its worker thread attached its data connection", describe(attach.rank));
+}
+
 std::optional<wire::Decoded> AgentPool::receive_now() {
   try {
-    return channel_.receive(milliseconds(0));
+    for (;;) {
+      std::optional<wire::Decoded> decoded = channel_.receive(milliseconds(0));
+      if (!decoded || !decoded->is<wire::Attach>()) return decoded;
+      handle_attach(*decoded);
+    }
   } catch (const wire::ProtocolVersionError& e) {
     // Both sides name both versions: the peer reads the REFUSE's frozen prefix.
     refuse(e.peer_identity(), wire::make_version_refusal(e.peer_rank(), e.peer_version()));
@@ -445,6 +471,16 @@ void AgentPool::send(int rank, const wire::Message& message, std::vector<zmq::me
   AgentInfo& agent = agents_.at(static_cast<size_t>(rank));
   channel_.send_to(agent.identity, message, std::move(payloads), request_id);
   agent.last_sent = Clock::now();
+}
+
+void AgentPool::send_work(int rank, const wire::Message& message,
+                          std::vector<zmq::message_t> payloads, uint64_t request_id) {
+  const AgentInfo& agent = agents_.at(static_cast<size_t>(rank));
+  // Not last_sent: the agent's control thread, which sends nothing on this connection's
+  // behalf, still needs the heartbeats of the control connection.
+  if (!agent.data_identity.empty())
+    return channel_.send_to(agent.data_identity, message, std::move(payloads), request_id);
+  send(rank, message, std::move(payloads), request_id);
 }
 
 void AgentPool::send_heartbeats(Clock::time_point now) {

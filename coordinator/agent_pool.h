@@ -48,6 +48,10 @@ struct AgentPoolOptions {
 struct AgentInfo {
   int rank = -1;
   std::string identity;  // ZeroMQ routing id
+  // The routing id of its worker thread's data connection once it said ATTACH with
+  // `attach_token` (docs/protocol.md); empty before, and work goes to `identity`.
+  std::string data_identity;
+  uint64_t attach_token = 0;
   std::string host;
   int64_t pid = 0;
   std::string mpi_thread_level;
@@ -130,6 +134,11 @@ class AgentPool {
 
   void send(int rank, const wire::Message& message, std::vector<zmq::message_t> payloads = {},
             uint64_t request_id = 0);
+  // RESET, DISPATCH and RESIDENT: to the rank's data connection once it has one (its
+  // worker thread reads them there), else like send(). Its answer arrives from the same
+  // connection; next() reports it as the rank's like any other.
+  void send_work(int rank, const wire::Message& message,
+                 std::vector<zmq::message_t> payloads = {}, uint64_t request_id = 0);
 
   struct Incoming {
     int rank = -1;
@@ -165,9 +174,12 @@ class AgentPool {
 
  private:
   // What the ROUTER holds, without waiting; a peer of another version is refused and
-  // fails the run (InfraError), as does any malformed message (ProtocolError).
+  // fails the run (InfraError), as does any malformed message (ProtocolError). ATTACHes
+  // are handled here, whatever the caller waits for.
   std::optional<wire::Decoded> receive_now();
   void handle_hello(wire::Decoded& decoded);
+  // An ATTACH: a welcomed agent's worker thread names its data connection.
+  void handle_attach(const wire::Decoded& decoded);
   // Why a HELLO's claimed identity is not believable (empty: it is): a local pid that is
   // not a live pypto-rank of the job, or already another rank's, or of another MPI rank.
   std::string identity_problem(const wire::Hello& hello) const;

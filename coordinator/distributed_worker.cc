@@ -897,7 +897,7 @@ void DistributedWorker::feed(int rank) {
   if (item.reset) {
     item.deadline = Clock::now() + kDefaultDispatchTimeout;
     pool.set_activity(rank, "the reset of " + run.program->dir().string() + "'s windows");
-    pool.send(rank, wire::Reset{run.build->id}, {}, item.request_id);
+    pool.send_work(rank, wire::Reset{run.build->id}, {}, item.request_id);
     outstanding = std::move(item);
     return;
   }
@@ -909,7 +909,7 @@ void DistributedWorker::feed(int rank) {
     item.deadline = Clock::now() + kDefaultDispatchTimeout;
     pool.set_activity(rank, std::string("the ") + resident_op_name(item.resident->op) +
                                 " of resident tensor " + std::to_string(item.resident->id));
-    pool.send(rank, *item.resident, std::move(frames), item.request_id);
+    pool.send_work(rank, *item.resident, std::move(frames), item.request_id);
     outstanding = std::move(item);
     return;
   }
@@ -983,7 +983,7 @@ void DistributedWorker::feed(int rank) {
   item.deadline = Clock::now() + dispatch_timeout + kDispatchSlack;
   pool.set_activity(rank, "dispatch d" + std::to_string(item.index) + " (program '" +
                               plan.program + "')");
-  pool.send(rank, message, std::move(frames), item.request_id);
+  pool.send_work(rank, message, std::move(frames), item.request_id);
   log::debug("sent dispatch d{} of '{}' to rank {}", item.index, plan.program, rank);
   outstanding = std::move(item);
 }

@@ -202,6 +202,14 @@ void RankAgent::await_welcome() {
   settings.binary_store = paths_.binary_store;
   settings.workspace = workspace_;
   settings.wait_timeout = options_.wait_timeout;
+  if (welcome_.attach_token != 0) {
+    DataConnection data;
+    data.endpoint = options_.coord;
+    data.options.curve_client = run_key_;
+    data.rank = session_.rank;
+    data.token = welcome_.attach_token;
+    settings.data = std::move(data);
+  }
   worker_->configure(std::move(settings));
   log::info("welcomed to run {} (heartbeat {} ms, deadline {} ms); workspace {}", welcome_.run_id,
             welcome_.heartbeat_interval_ms, welcome_.deadline_ms, workspace_.string());
@@ -309,20 +317,9 @@ void RankAgent::handle(wire::Decoded& message) {
     if (options_.prepare_timeout)
       set_subprocess_deadline(Clock::now() + *options_.prepare_timeout);
     worker_->submit(std::move(job));
-  } else if (auto* reset = std::get_if<wire::Reset>(&message.message)) {
-    worker_->submit(ResetJob{request_id, reset->build});
-  } else if (auto* dispatch = std::get_if<wire::Dispatch>(&message.message)) {
-    DispatchJob job;
-    job.request_id = request_id;
-    job.dispatch = std::move(*dispatch);
-    job.payloads = std::move(message.payloads);
-    worker_->submit(std::move(job));
-  } else if (auto* resident = std::get_if<wire::Resident>(&message.message)) {
-    ResidentJob job;
-    job.request_id = request_id;
-    job.op = std::move(*resident);
-    job.payloads = std::move(message.payloads);
-    worker_->submit(std::move(job));
+  } else if (std::optional<WorkerJob> job = work_job_of(message)) {
+    // Before the coordinator has the worker's ATTACH, work comes this way.
+    worker_->submit(std::move(*job));
   } else if (auto* abort = std::get_if<wire::Abort>(&message.message)) {
     // The coordinator reports the failure once, for every rank.
     log::info("aborted by the coordinator: {}", abort->reason);

@@ -1,7 +1,8 @@
 // pypto-rank: one rank agent of an L3 run (docs/protocol.md
 // "Sequence"). The control thread (the caller of run()) owns the DEALER to
 // the coordinator: it says HELLO, waits for WELCOME, answers MANIFEST with
-// NEED, hands BLOBS / RESET / DISPATCH / SHUTDOWN to the worker thread in
+// NEED, hands BLOBS / SHUTDOWN (and RESET / DISPATCH / RESIDENT that come
+// before the worker's data connection is attached) to the worker thread in
 // arrival order, sends what the worker produces, heartbeats, and watches the
 // coordinator's silence. It sleeps in zmq_poll on the socket and an eventfd
 // (worker results, signals): nothing busy-polls.

@@ -99,6 +99,13 @@ class FakeCoordinator {
       const int rank = message->envelope.sender_rank;
       if (message->is<wire::Hello>()) identities_[rank] = message->identity;
       if (message->is<wire::Heartbeat>()) continue;
+      if (auto* attach = std::get_if<wire::Attach>(&message->message)) {
+        EXPECT_EQ(attach->rank, rank);
+        EXPECT_EQ(attach->token, attach_token_ + static_cast<uint64_t>(rank));
+        EXPECT_NE(message->identity, identities_.at(rank)) << "ATTACH on the control connection";
+        data_identities_[rank] = message->identity;
+        continue;
+      }
       if (message->type() != type) {
         std::string detail;
         if (auto* error = std::get_if<wire::AgentError>(&message->message)) detail = error->message;
@@ -118,9 +125,21 @@ class FakeCoordinator {
   void send_all(const wire::Message& message, uint64_t request_id = 0) {
     for (int r = 0; r < kWorld; ++r) send(r, message, {}, request_id);
   }
+  // RESET / DISPATCH / RESIDENT: on the rank's data connection once it attached one.
+  void send_work(int rank, const wire::Message& message,
+                 std::vector<zmq::message_t> payloads = {}, uint64_t request_id = 0) {
+    auto data = data_identities_.find(rank);
+    channel_.send_to(data != data_identities_.end() ? data->second : identities_.at(rank),
+                     message, std::move(payloads), request_id);
+  }
+  bool attached(int rank) const { return data_identities_.count(rank) > 0; }
+  const std::string& data_identity(int rank) const { return data_identities_.at(rank); }
 
-  // HELLO from every rank, answered by WELCOME.
-  void welcome(uint32_t heartbeat_ms = 200, uint32_t deadline_ms = 30000) {
+  // HELLO from every rank, answered by WELCOME. A nonzero `attach_token` (rank r's
+  // is attach_token + r) asks each agent's worker for a data connection.
+  void welcome(uint32_t heartbeat_ms = 200, uint32_t deadline_ms = 30000,
+               uint64_t attach_token = 0) {
+    attach_token_ = attach_token;
     auto hellos = expect_all(MessageType::kHello);
     for (auto& [rank, hello] : hellos) {
       const auto& body = hello.as<wire::Hello>();
@@ -133,6 +152,7 @@ class FakeCoordinator {
       w.run_id = "test-run";
       w.heartbeat_interval_ms = heartbeat_ms;
       w.deadline_ms = deadline_ms;
+      if (attach_token != 0) w.attach_token = attach_token + static_cast<uint64_t>(rank);
       send(rank, w, {}, hello.envelope.request_id);
     }
   }
@@ -147,6 +167,8 @@ class FakeCoordinator {
   zmq::context_t context_;
   wire::Channel channel_;
   std::map<int, std::string> identities_;
+  std::map<int, std::string> data_identities_;
+  uint64_t attach_token_ = 0;
   std::map<int, pid_t> pids_;
 
  public:
@@ -230,10 +252,14 @@ std::map<int, wire::Decoded> run_allreduce(FakeCoordinator& coord, uint64_t inde
     const auto x = row(r, scale);
     std::vector<zmq::message_t> frames;
     frames.push_back(wire::frame_of({reinterpret_cast<const char*>(x.data()), x.size() * 4}));
-    coord.send(r, d, std::move(frames), 100 + index);
+    coord.send_work(r, d, std::move(frames), 100 + index);
   }
   auto done = coord.expect_all(MessageType::kDispatchDone);
-  for (auto& [rank, message] : done) check_allreduce(rank, message, index, scale);
+  for (auto& [rank, message] : done) {
+    check_allreduce(rank, message, index, scale);
+    // The worker answers on the connection the work came on.
+    if (coord.attached(rank)) EXPECT_EQ(message.identity, coord.data_identity(rank));
+  }
   return done;
 }
 
@@ -267,11 +293,13 @@ std::map<int, wire::Decoded> prepare(FakeCoordinator& coord, uint64_t request_id
   return ready;
 }
 
+// With data connections, as pypto-coord runs it; the other tests use none, the
+// agent's path for work that arrives before the coordinator has the ATTACH.
 TEST(PyptoRank, RunsTheSequenceAndShipsNothingTheSecondTime) {
   ScratchDir dir;
   FakeCoordinator coord;
   AgentJob job(coord.endpoint(), dir, {"--connect-timeout", "60"});
-  coord.welcome();
+  coord.welcome(200, 30000, 0x5eed0000);
 
   const size_t files = wire::manifest_hashes(manifest_for(0)).size();
   uint64_t compiles = 0;
@@ -284,10 +312,24 @@ TEST(PyptoRank, RunsTheSequenceAndShipsNothingTheSecondTime) {
   // signal cells so the second allreduce waits for fresh notifies.
   auto ready = prepare(coord, 20, 0);
   for (auto& [rank, message] : ready) EXPECT_EQ(message.as<wire::Ready>().compiles, 0u);
-  coord.send_all(wire::Reset{"main"}, 30);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(coord.attached(r)) << "rank " << r << "'s worker sent no ATTACH";
+    coord.send_work(r, wire::Reset{"main"}, {}, 30);
+  }
   for (auto& [rank, message] : coord.expect_all(MessageType::kReady)) {
     EXPECT_TRUE(message.as<wire::Ready>().ok) << message.as<wire::Ready>().error.message;
     EXPECT_EQ(message.envelope.request_id, 30u);
+    EXPECT_EQ(message.identity, coord.data_identity(rank));
+  }
+  // The control thread still answers at once on its own connection.
+  coord.send(0, wire::StateQuery{}, {}, 31);
+  for (;;) {
+    auto message = coord.channel().receive(10s);
+    ASSERT_TRUE(message) << "no RANK_STATE";
+    if (!message->is<wire::RankState>()) continue;
+    EXPECT_EQ(message->identity, coord.identity(0));
+    EXPECT_EQ(message->envelope.request_id, 31u);
+    break;
   }
   wire::WireDfxOptions dfx;
   dfx.enable_dep_gen = true;

@@ -1,8 +1,11 @@
 #include "rank_agent/agent_worker.h"
 
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 #include <span>
 #include <thread>
@@ -153,11 +156,36 @@ struct AgentWorker::Build {
   std::map<int64_t, uint64_t> occupants;
 };
 
+std::optional<WorkerJob> work_job_of(wire::Decoded& message) {
+  const uint64_t request_id = message.envelope.request_id;
+  if (auto* reset = std::get_if<wire::Reset>(&message.message))
+    return ResetJob{request_id, reset->build};
+  if (auto* dispatch = std::get_if<wire::Dispatch>(&message.message)) {
+    DispatchJob job;
+    job.request_id = request_id;
+    job.dispatch = std::move(*dispatch);
+    job.payloads = std::move(message.payloads);
+    return job;
+  }
+  if (auto* resident = std::get_if<wire::Resident>(&message.message)) {
+    ResidentJob job;
+    job.request_id = request_id;
+    job.op = std::move(*resident);
+    job.payloads = std::move(message.payloads);
+    return job;
+  }
+  return std::nullopt;
+}
+
 AgentWorker::AgentWorker(std::function<void()> notify)
-    : notify_(std::move(notify)), session_future_(session_promise_.get_future()) {}
+    : notify_(std::move(notify)), session_future_(session_promise_.get_future()) {
+  jobs_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (jobs_fd_ < 0) throw InfraError(std::string("eventfd: ") + std::strerror(errno));
+}
 
 AgentWorker::~AgentWorker() {
   if (thread_.joinable()) thread_.join();
+  ::close(jobs_fd_);
 }
 
 void AgentWorker::start() {
@@ -167,8 +195,7 @@ void AgentWorker::start() {
 SessionInfo AgentWorker::wait_for_session() { return session_future_.get(); }
 
 void AgentWorker::configure(WorkerSettings settings) {
-  std::lock_guard<std::mutex> lock(mu_);
-  settings_ = std::move(settings);
+  submit(ConfigureJob{std::move(settings)});
 }
 
 void AgentWorker::submit(WorkerJob job) {
@@ -176,7 +203,52 @@ void AgentWorker::submit(WorkerJob job) {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(std::move(job));
   }
-  cv_.notify_one();
+  const uint64_t one = 1;
+  const ssize_t written = write(jobs_fd_, &one, sizeof one);
+  (void)written;  // EAGAIN only when the counter is huge: the worker is awake anyway
+}
+
+WorkerJob AgentWorker::next_job() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!jobs_.empty()) {
+        WorkerJob job = std::move(jobs_.front());
+        jobs_.pop_front();
+        return job;
+      }
+    }
+    if (data_) {
+      if (std::optional<wire::Decoded> message = data_->receive(std::chrono::milliseconds(0))) {
+        if (std::optional<WorkerJob> job = work_job_of(*message)) return std::move(*job);
+        throw wire::ProtocolError(where() + ": unexpected " +
+                                  wire::message_type_name(message->type()) +
+                                  " from the coordinator on the data connection");
+      }
+    }
+    // Until a job is queued or a message arrives; the control thread ends this
+    // process when the coordinator is gone, so no deadline is needed here.
+    zmq::pollitem_t items[2] = {{nullptr, jobs_fd_, ZMQ_POLLIN, 0},
+                                {data_ ? data_->socket().handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, data_ ? 2 : 1, std::chrono::milliseconds(-1));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw InfraError(where() + ": waiting for work: " + e.what());
+    }
+    uint64_t count = 0;
+    while (read(jobs_fd_, &count, sizeof count) == static_cast<ssize_t>(sizeof count)) {
+    }
+  }
+}
+
+void AgentWorker::apply(ConfigureJob& job) {
+  settings_ = std::move(job.settings);
+  if (!settings_.data) return;
+  const DataConnection& data = *settings_.data;
+  data_context_.emplace(1);
+  data_.emplace(wire::Channel::connect(*data_context_, data.endpoint, data.rank, data.options));
+  // The first message on this connection: the coordinator reads it before any answer.
+  data_->send(wire::Attach{data.rank, data.token});
 }
 
 std::vector<WorkerOutput> AgentWorker::take_outputs() {
@@ -185,6 +257,10 @@ std::vector<WorkerOutput> AgentWorker::take_outputs() {
 }
 
 void AgentWorker::post(WorkerOutput output) {
+  if (output.kind == WorkerOutput::Kind::kSend && data_) {
+    data_->send(*output.message, std::move(output.payloads), output.request_id);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     outputs_.push_back(std::move(output));
@@ -214,15 +290,11 @@ void AgentWorker::main() {
   notify_();
 
   for (;;) {
-    WorkerJob job;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return !jobs_.empty(); });
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
     try {
-      if (auto* prepare_job = std::get_if<PrepareJob>(&job)) {
+      WorkerJob job = next_job();
+      if (auto* configure_job = std::get_if<ConfigureJob>(&job)) {
+        apply(*configure_job);
+      } else if (auto* prepare_job = std::get_if<PrepareJob>(&job)) {
         prepare(*prepare_job);
       } else if (auto* reset_job = std::get_if<ResetJob>(&job)) {
         reset(*reset_job);
@@ -232,6 +304,10 @@ void AgentWorker::main() {
         resident(*resident_job);
       } else {
         const bool clean = shutdown();
+        // Nothing is owed on it (SHUTDOWN comes once every answer was read); its linger
+        // bounds the close.
+        data_.reset();
+        data_context_.reset();
         WorkerOutput done;
         done.kind = WorkerOutput::Kind::kShutdownDone;
         done.clean = clean;

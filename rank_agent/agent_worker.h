@@ -3,12 +3,14 @@
 // collective, finalize — and does the slow work: storing shipped blobs,
 // materializing and assembling builds, resetting windows and running
 // dispatches on the chip worker. The control thread hands it jobs in the
-// order the coordinator sent them and sends whatever it puts in the outbox;
-// it never touches the ZeroMQ socket itself.
+// order the coordinator sent them and sends whatever it puts in the outbox.
+// Once configured with a data connection (docs/protocol.md, "The data
+// connection"), the worker also reads RESET, DISPATCH and RESIDENT from a
+// DEALER socket of its own and answers them there, so a dispatch wakes no
+// other thread of the agent; that socket is the worker thread's alone.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -23,6 +25,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/wire/channel.h"
 #include "common/wire/protocol.h"
 #include "pypto/tensor.h"
 #include "rank_agent/rank_activity.h"
@@ -48,6 +51,14 @@ struct SessionInfo {
   std::string thread_note;
 };
 
+// The worker's own connection to the coordinator (docs/protocol.md, "The data connection").
+struct DataConnection {
+  std::string endpoint;           // the coordinator's, as the control connection's
+  wire::ChannelOptions options;   // the run's CURVE key
+  int32_t rank = -1;
+  uint64_t token = 0;             // WELCOME's attach_token, sent back in ATTACH
+};
+
 // Fixed once WELCOME has named the run.
 struct WorkerSettings {
   fs::path blob_store;
@@ -57,6 +68,8 @@ struct WorkerSettings {
   // Deadline of the node barrier before materializing: long, because a rank
   // of the node may still be compiling an earlier build.
   std::chrono::milliseconds node_barrier_timeout{600'000};
+  // Unset: every job comes from the control thread and every answer goes back through it.
+  std::optional<DataConnection> data;
 };
 
 // Jobs, one per coordinator request; each echoes its request id.
@@ -81,7 +94,15 @@ struct ResidentJob {
   std::vector<zmq::message_t> payloads;  // a write's bytes
 };
 struct ShutdownJob {};
-using WorkerJob = std::variant<PrepareJob, ResetJob, DispatchJob, ResidentJob, ShutdownJob>;
+struct ConfigureJob {  // the first job: WELCOME has named the run
+  WorkerSettings settings;
+};
+using WorkerJob =
+    std::variant<PrepareJob, ResetJob, DispatchJob, ResidentJob, ShutdownJob, ConfigureJob>;
+
+// The job a RESET, DISPATCH or RESIDENT asks for (its payloads move into it);
+// nullopt for any other message. Whichever connection it came on.
+std::optional<WorkerJob> work_job_of(wire::Decoded& message);
 
 // What the worker hands back to the control thread.
 struct WorkerOutput {
@@ -112,7 +133,7 @@ class AgentWorker {
   void start();
   // Blocks until MPI is initialized; rethrows its failure.
   SessionInfo wait_for_session();
-  // Before the first job.
+  // Before the first job; with settings.data the worker connects and says ATTACH.
   void configure(WorkerSettings settings);
   void submit(WorkerJob job);
   std::vector<WorkerOutput> take_outputs();
@@ -133,6 +154,10 @@ class AgentWorker {
   };
 
   void main();
+  // The next job, from the control thread or the data connection; sleeps until there is one.
+  WorkerJob next_job();
+  void apply(ConfigureJob& job);
+  // Answers on the data connection when there is one, else through the control thread.
   void post(WorkerOutput output);
   void prepare(PrepareJob& job);
   void reset(const ResetJob& job);
@@ -156,9 +181,14 @@ class AgentWorker {
   std::future<SessionInfo> session_future_;
 
   std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<WorkerJob> jobs_;
   std::vector<WorkerOutput> outputs_;
+  int jobs_fd_ = -1;  // eventfd: jobs_ gained an entry
+
+  // Worker thread only: the data connection (its context is its own, so that the
+  // control thread's _exit paths, which close theirs, never wait on this socket).
+  std::optional<zmq::context_t> data_context_;
+  std::optional<wire::Channel> data_;
 
   // Worker thread only.
   WorkerSettings settings_;

@@ -134,7 +134,7 @@ constexpr const char* kTypeNames[] = {
     "HELLO", "WELCOME",  "REFUSE",        "HEARTBEAT", "MANIFEST", "NEED",       "BLOBS",
     "READY", "DISPATCH", "DISPATCH_DONE", "ABORT",     "SHUTDOWN", "AGENT_ERROR",
     "RESET", "CLOCK_PROBE", "CLOCK_REPLY", "RESIDENT", "RESIDENT_DONE", "STATE_QUERY",
-    "RANK_STATE"};
+    "RANK_STATE", "ATTACH"};
 static_assert(std::size(kTypeNames) == std::variant_size_v<Message>);
 
 template <size_t I = 0>

@@ -39,7 +39,7 @@ void serialize(Archive& ar, PhaseTiming& timing) {
 namespace pypto::wire {
 
 // Bump on ANY change of a message's fields, order or meaning.
-inline constexpr uint32_t kProtocolVersion = 4;
+inline constexpr uint32_t kProtocolVersion = 5;
 inline constexpr char kMagic[4] = {'P', 'P', 'T', 'O'};
 // Bytes 0..11 of frame 0: magic, version (u32 LE), sender rank (i32 LE). Frozen for
 // every protocol version, so a peer of any version can be named and refused.
@@ -68,6 +68,7 @@ enum class MessageType : uint8_t {
   kResidentDone = 18,
   kStateQuery = 19,
   kRankState = 20,
+  kAttach = 21,
 };
 // "HELLO", "DISPATCH_DONE", ...; "type 200" for a code this version does not know.
 std::string message_type_name(MessageType type);
@@ -225,9 +226,12 @@ struct Welcome {
   std::string run_id;
   uint32_t heartbeat_interval_ms = 1000;
   uint32_t deadline_ms = 10000;  // silence longer than this means the peer is gone
+  // What the agent's worker thread sends back in ATTACH on its own connection, so
+  // the coordinator knows that connection is this agent's (0: no data connection).
+  uint64_t attach_token = 0;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(protocol_version, run_id, heartbeat_interval_ms, deadline_ms);
+    ar(protocol_version, run_id, heartbeat_interval_ms, deadline_ms, attach_token);
   }
   bool operator==(const Welcome&) const = default;
 };
@@ -520,10 +524,25 @@ struct RankState {
   bool operator==(const RankState&) const = default;
 };
 
+// agent -> coordinator, the first message on the agent worker thread's own connection
+// (the data connection, docs/protocol.md): from then on the coordinator sends that
+// rank's RESET, DISPATCH and RESIDENT there, and the worker answers from it, so the
+// agent's control thread takes no part in a dispatch. No reply.
+struct Attach {
+  static constexpr MessageType kType = MessageType::kAttach;
+  int32_t rank = -1;
+  uint64_t token = 0;  // the WELCOME's attach_token
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(rank, token);
+  }
+  bool operator==(const Attach&) const = default;
+};
+
 using Message = std::variant<Hello, Welcome, Refuse, Heartbeat, Manifest, Need, Blobs, Ready,
                              Dispatch, DispatchDone, Abort, Shutdown, AgentError, Reset,
                              ClockProbe, ClockReply, Resident, ResidentDone, StateQuery,
-                             RankState>;
+                             RankState, Attach>;
 
 // Why `build` is not an acceptable build id (one path component of [A-Za-z0-9_.-], 1..64
 // characters, not "." or ".."), or nullopt when it is.

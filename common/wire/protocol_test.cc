@@ -57,7 +57,8 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   hello.mpi_thread_level = "MPI_THREAD_MULTIPLE";
   expect_round_trip(hello);
 
-  expect_round_trip(Welcome{kProtocolVersion, "run-20240101-abc", 250, 5000}, {}, kCoordinatorRank);
+  expect_round_trip(Welcome{kProtocolVersion, "run-20240101-abc", 250, 5000, 0x5eed}, {},
+                    kCoordinatorRank);
   expect_round_trip(Refuse{"rank 3 is already connected", kProtocolVersion, kProtocolVersion});
   expect_round_trip(Heartbeat{});
 
@@ -119,6 +120,7 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   state.comm_ops_recorded = 8;
   expect_round_trip(state, {}, 3);
 
+  expect_round_trip(Attach{3, 0x0123456789abcdefULL}, {}, 3);
   expect_round_trip(Abort{"rank 5 failed: kernel error"}, {}, kCoordinatorRank);
   expect_round_trip(Shutdown{}, {}, kCoordinatorRank);
   expect_round_trip(AgentError{3, "MPI_Win_allocate_shared failed", 3});
