@@ -556,17 +556,14 @@ bool AgentPool::note_gone_processes() {
 }
 
 void AgentPool::wait_readable(Clock::time_point until) {
-  std::vector<zmq_pollitem_t> items;
-  items.push_back({channel_.socket().handle(), 0, ZMQ_POLLIN, 0});
-  if (InterruptScope::fd() >= 0) items.push_back({nullptr, InterruptScope::fd(), ZMQ_POLLIN, 0});
-  if (job_pidfd_ >= 0) items.push_back({nullptr, job_pidfd_, ZMQ_POLLIN, 0});
+  std::vector<pollfd> others;
+  if (InterruptScope::fd() >= 0) others.push_back({InterruptScope::fd(), POLLIN, 0});
+  if (job_pidfd_ >= 0) others.push_back({job_pidfd_, POLLIN, 0});
   for (const AgentInfo& agent : agents_)
-    if (agent.pidfd >= 0 && !agent.process_gone) items.push_back({nullptr, agent.pidfd, ZMQ_POLLIN, 0});
+    if (agent.pidfd >= 0 && !agent.process_gone) others.push_back({agent.pidfd, POLLIN, 0});
   const auto remaining = duration_cast<milliseconds>(until - Clock::now());
   // Round up so a sub-millisecond remainder sleeps instead of spinning on 0 ms polls.
-  const long timeout = std::max<long>(1, remaining.count() + 1);
-  if (zmq_poll(items.data(), static_cast<int>(items.size()), timeout) < 0 && zmq_errno() != EINTR)
-    throw InfraError(std::string("zmq_poll failed: ") + zmq_strerror(zmq_errno()));
+  channel_.wait(others, milliseconds(std::max<long>(1, remaining.count() + 1)));
 }
 
 std::optional<AgentPool::Incoming> AgentPool::next(Clock::time_point deadline) {

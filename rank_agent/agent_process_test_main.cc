@@ -258,7 +258,9 @@ std::map<int, wire::Decoded> run_allreduce(FakeCoordinator& coord, uint64_t inde
   for (auto& [rank, message] : done) {
     check_allreduce(rank, message, index, scale);
     // The worker answers on the connection the work came on.
-    if (coord.attached(rank)) EXPECT_EQ(message.identity, coord.data_identity(rank));
+    if (coord.attached(rank)) {
+      EXPECT_EQ(message.identity, coord.data_identity(rank));
+    }
   }
   return done;
 }

@@ -1,5 +1,6 @@
 #include "rank_agent/agent_worker.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -228,16 +229,14 @@ WorkerJob AgentWorker::next_job() {
     }
     // Until a job is queued or a message arrives; the control thread ends this
     // process when the coordinator is gone, so no deadline is needed here.
-    zmq::pollitem_t items[2] = {{nullptr, jobs_fd_, ZMQ_POLLIN, 0},
-                                {data_ ? data_->socket().handle() : nullptr, 0, ZMQ_POLLIN, 0}};
-    try {
-      zmq::poll(items, data_ ? 2 : 1, std::chrono::milliseconds(-1));
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw InfraError(where() + ": waiting for work: " + e.what());
+    pollfd jobs{jobs_fd_, POLLIN, 0};
+    if (data_) {
+      data_->wait({&jobs, 1}, std::chrono::milliseconds(-1));
+    } else if (::poll(&jobs, 1, -1) < 0 && errno != EINTR) {
+      throw InfraError(where() + ": waiting for work: " + std::strerror(errno));
     }
     uint64_t count = 0;
-    while (read(jobs_fd_, &count, sizeof count) == static_cast<ssize_t>(sizeof count)) {
-    }
+    if (jobs.revents) (void)read(jobs_fd_, &count, sizeof count);
   }
 }
 

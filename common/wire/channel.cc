@@ -1,6 +1,11 @@
 #include "common/wire/channel.h"
 
+#include <poll.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <zmq_addon.hpp>
 
@@ -113,26 +118,49 @@ void Channel::send_to(std::string_view identity, const Message& message,
 }
 
 std::optional<Decoded> Channel::receive(std::chrono::milliseconds timeout) {
-  zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+  const auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+  for (;;) {
+    std::vector<zmq::message_t> frames;
+    zmq::recv_result_t received;
+    try {
+      // Straight to the socket: a zmq_poll first would cost two more system calls.
+      received =
+          zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) return std::nullopt;
+      throw InfraError(std::string("reading the control socket failed: ") + e.what());
+    }
+    if (received)
+      return context_.role == Role::kCoordinator ? decode_routed(frames, context_)
+                                                 : decode(frames, context_);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !wait({}, left)) return std::nullopt;
+  }
+}
+
+bool Channel::wait(std::span<pollfd> others, std::chrono::milliseconds timeout) {
   try {
-    if (zmq::poll(&item, 1, std::max(timeout, std::chrono::milliseconds(0))) == 0) {
-      return std::nullopt;
+    // ZMQ_FD only says the socket's mailbox changed: what is already queued must be
+    // seen before sleeping on it.
+    if (socket_.get(zmq::sockopt::events) & ZMQ_POLLIN) {
+      for (pollfd& fd : others) fd.revents = 0;
+      return true;
     }
   } catch (const zmq::error_t& e) {
-    if (e.num() == EINTR) return std::nullopt;
+    if (e.num() == EINTR) return false;
     throw InfraError(std::string("waiting on the control socket failed: ") + e.what());
   }
-  std::vector<zmq::message_t> frames;
-  zmq::recv_result_t received;
-  try {
-    received = zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait);
-  } catch (const zmq::error_t& e) {
-    if (e.num() == EINTR) return std::nullopt;
-    throw InfraError(std::string("reading the control socket failed: ") + e.what());
+  std::vector<pollfd> fds(others.begin(), others.end());
+  fds.push_back({socket_.get(zmq::sockopt::fd), POLLIN, 0});
+  const int timeout_ms =
+      timeout.count() < 0 ? -1 : static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {
+    if (errno == EINTR) return false;
+    throw InfraError(std::string("waiting on the control socket failed: ") + std::strerror(errno));
   }
-  if (!received) return std::nullopt;
-  return context_.role == Role::kCoordinator ? decode_routed(frames, context_)
-                                             : decode(frames, context_);
+  for (size_t i = 0; i < others.size(); ++i) others[i].revents = fds[i].revents;
+  return fds.back().revents != 0;
 }
 
 std::optional<Decoded> Channel::receive_until(std::chrono::steady_clock::time_point deadline) {

@@ -1,13 +1,16 @@
 // A control-plane socket with the protocol's framing, socket options and
 // blocking receive: the coordinator binds a ROUTER, each agent connects a
-// DEALER. receive() sleeps in zmq_poll until a message arrives or the timeout
+// DEALER. receive() sleeps in poll(2) until a message arrives or the timeout
 // passes; nothing on the control plane ever busy-polls (8 agents share 2
 // cores on the development machines, docs/protocol.md).
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,12 +69,17 @@ class Channel {
   void send_to(std::string_view identity, const Message& message,
                std::vector<zmq::message_t> payloads = {}, uint64_t request_id = 0);
 
-  // Blocks in zmq_poll up to `timeout` (0: just look). nullopt when nothing arrived in time
+  // Blocks in wait() up to `timeout` (0: just look). nullopt when nothing arrived in time
   // or a signal interrupted the wait (callers loop on their own deadline and check their
   // signal flags). A malformed message throws ProtocolError (a version mismatch:
   // ProtocolVersionError) and is consumed.
   std::optional<Decoded> receive(std::chrono::milliseconds timeout);
   std::optional<Decoded> receive_until(std::chrono::steady_clock::time_point deadline);
+  // Sleeps until a message may be waiting on the socket, one of `others` is readable
+  // (their revents say which), `timeout` passes (negative: no limit) or a signal
+  // arrives; true when the socket may have a message (then receive(0) says). One
+  // poll(2) on the socket's ZMQ_FD beside `others`, where zmq_poll makes several calls.
+  bool wait(std::span<pollfd> others, std::chrono::milliseconds timeout);
 
   // For callers that poll this socket together with other descriptors.
   zmq::socket_t& socket() { return socket_; }
