@@ -1,7 +1,9 @@
 #include "common/wire/channel.h"
 
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
@@ -170,7 +172,37 @@ TEST_F(ChannelTest, ReceiveDeadlineSleepsInsteadOfSpinning) {
   EXPECT_FALSE(got);
   EXPECT_GE(wall, milliseconds(290));
   EXPECT_LT(wall, milliseconds(2000));
-  EXPECT_LT(cpu_ms, 20.0) << "receive() must block in zmq_poll, not spin";
+  EXPECT_LT(cpu_ms, 20.0) << "receive() must block in poll(2), not spin";
+}
+
+TEST_F(ChannelTest, WaitReturnsForAQueuedMessageAnotherDescriptorOrTheTimeout) {
+  using Clock = std::chrono::steady_clock;
+  Channel agent = Channel::connect(context_, coordinator_.endpoint(), 0, test_options());
+  agent.send(Heartbeat{}, {}, 1);
+  agent.send(Heartbeat{}, {}, 2);
+  ASSERT_TRUE(coordinator_.wait({}, milliseconds(5000)));
+  std::optional<Decoded> first = coordinator_.receive_until(Clock::now() + milliseconds(5000));
+  ASSERT_TRUE(first);
+  // The second is queued already: ZMQ_FD need not signal it again, wait must see it.
+  auto start = Clock::now();
+  EXPECT_TRUE(coordinator_.wait({}, milliseconds(5000)));
+  std::optional<Decoded> second = coordinator_.receive(milliseconds(0));
+  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+  ASSERT_TRUE(second);
+  EXPECT_EQ(first->envelope.request_id + second->envelope.request_id, 3u);
+
+  const int event = eventfd(1, EFD_CLOEXEC);  // readable from the start
+  ASSERT_GE(event, 0);
+  pollfd other{event, POLLIN, 0};
+  start = Clock::now();
+  EXPECT_FALSE(coordinator_.wait({&other, 1}, milliseconds(5000)));
+  EXPECT_TRUE(other.revents & POLLIN);
+  EXPECT_LT(Clock::now() - start, milliseconds(1000));
+  ::close(event);
+
+  start = Clock::now();
+  EXPECT_FALSE(coordinator_.wait({}, milliseconds(150)));
+  EXPECT_GE(Clock::now() - start, milliseconds(140));
 }
 
 TEST_F(ChannelTest, ReceiveUntilAPassedDeadlineReturnsAtOnce) {
