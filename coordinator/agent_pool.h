@@ -221,6 +221,9 @@ class AgentPool {
   std::function<std::optional<JobEnd>()> job_poll_;
   std::function<std::optional<launch::RankEnded>()> job_notice_;
   int job_pidfd_ = -1;
+  // next() looks at the processes when a wait saw a pidfd ready, or every 50 ms.
+  bool liveness_due_ = true;
+  Clock::time_point last_liveness_check_{};
   std::string hostname_;
   std::string boot_id_;  // this kernel's (common/boot_id.h): agents reporting it share our clock
 };
