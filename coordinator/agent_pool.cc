@@ -542,8 +542,8 @@ void AgentPool::check_interrupt() const {
 }
 
 bool AgentPool::note_gone_processes() {
-  // One poll(2) for every pidfd: next() runs this once per message, and a system
-  // call per agent per message was a tenth of the coordinator's time at world 8.
+  // One poll(2) for every pidfd (it was one per agent): next() runs this while
+  // messages keep coming too.
   std::vector<pollfd> fds;
   std::vector<AgentInfo*> owners;
   for (AgentInfo& agent : agents_) {
