@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/json_reader.h"
+#include "common/scratch_dir.h"
 #include "pypto/error.h"
 #include "tests/fixture_copy.h"
 
@@ -25,36 +26,26 @@ inline fs::path fixtures_root() { return fs::path(PYPTO_SOURCE_DIR) / "tests" / 
 inline fs::path l2_fixture() { return fixtures_root() / "l2" / "vector_add"; }
 inline fs::path l3_fixture() { return fixtures_root() / "l3" / "allreduce_w8"; }
 
-// A fresh directory under the system temp dir, removed with the object.
-class ScratchDir {
+// A fresh directory under the system temp dir, named after the test, removed with the object.
+class ScratchDir : public pypto::ScratchDir {
  public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "pypto_artifact_test_" + std::to_string(::getpid()) + "_" +
-                       std::to_string(counter++) + "_" + (info ? info->name() : "x");
-    path_ = fs::temp_directory_path() / name;
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  const fs::path& path() const { return path_; }
+  ScratchDir() : pypto::ScratchDir(prefix()) {}
 
   // Copies `fixture` to <scratch>/<leaf> (symbolic links kept) and returns that path.
   fs::path copy_of(const fs::path& fixture, const std::string& leaf = "build") const {
-    fs::path dest = path_ / leaf;
+    fs::path dest = path() / leaf;
     testing_support::copy_fixture_sources(fixture, dest);
     return dest;
   }
 
  private:
-  fs::path path_;
+  static std::string prefix() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string("pypto_artifact_test_") + (info ? info->name() : "x");
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+    return name;
+  }
 };
 
 inline std::string slurp(const fs::path& path) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scratch_dir.h"
 #include "pypto/error.h"
 
 extern char** environ;
@@ -94,29 +95,7 @@ inline int run_process(const std::vector<std::string>& argv, const fs::path& log
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// A fresh scratch directory under $TMPDIR (or /tmp).
-inline fs::path make_scratch(const std::string& name) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = (fs::path(tmp ? tmp : "/tmp") / (name + "_XXXXXX")).string();
-  if (!::mkdtemp(pattern.data())) throw InfraError("mkdtemp " + pattern + ": " + std::strerror(errno));
-  return pattern;
-}
-
-// A scratch directory removed with everything in it when the benchmark ends,
-// on an error too.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& name) : path_(make_scratch(name)) {}
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+// The benchmarks' scratch directories: removed when the benchmark ends, on an error too.
+using pypto::ScratchDir;
 
 }  // namespace pypto::bench

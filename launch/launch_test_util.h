@@ -19,28 +19,15 @@
 #include <thread>
 #include <vector>
 
+#include "common/scratch_dir.h"
+
 namespace pypto::launch::testing {
 
 namespace fs = std::filesystem;
 
-class TempDir {
+class TempDir : public ScratchDir {
  public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "pypto_launch_XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
+  TempDir() : ScratchDir("pypto_launch") {}
 };
 
 inline void write_file(const fs::path& path, const std::string& text) {

@@ -9,34 +9,15 @@
 #include <fstream>
 #include <string>
 
+#include "common/scratch_dir.h"
+
 namespace pypto::wire::testing {
 
 namespace fs = std::filesystem;
 
-class ScratchDir {
+class ScratchDir : public pypto::ScratchDir {
  public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "pypto_wire_XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    // Blobs are read-only; make everything writable again so removal cannot fail.
-    for (auto it = fs::recursive_directory_iterator(path_, ec);
-         it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (!it->is_symlink(ec))
-        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
-    }
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const fs::path& rel) const { return path_ / rel; }
-
- private:
-  fs::path path_;
+  ScratchDir() : pypto::ScratchDir("pypto_wire") {}
 };
 
 inline void write_text(const fs::path& path, const std::string& text) {
