@@ -3,7 +3,6 @@
 #include <stdlib.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <system_error>
 
@@ -12,7 +11,7 @@
 namespace pypto {
 
 ScratchDir::ScratchDir(const std::string& prefix) {
-  const char* tmpdir = std::getenv("TMPDIR");
+  const char* tmpdir = ::getenv("TMPDIR");
   const fs::path parent = tmpdir && *tmpdir ? tmpdir : "/tmp";
   const std::string pattern = (parent / (prefix + "_XXXXXX")).string();
   std::string made = pattern;  // mkdtemp fills in the X's, also when it fails

@@ -774,9 +774,12 @@ std::vector<RankStateReport> AgentPool::gather_states(Clock::time_point deadline
     note_gone_processes();
     if (!waiting()) break;
     // The ROUTER only: a job that has ended keeps its pidfd readable, which would spin.
-    zmq_pollitem_t item{channel_.socket().handle(), 0, ZMQ_POLLIN, 0};
     const auto left = duration_cast<milliseconds>(deadline - Clock::now()).count();
-    zmq_poll(&item, 1, std::clamp<long>(left + 1, 1, 100));
+    try {
+      channel_.wait({}, milliseconds(std::clamp<long>(left + 1, 1, 100)));
+    } catch (const std::exception& e) {
+      log::debug("while gathering the ranks' states: {}", e.what());  // this never throws
+    }
   }
   for (const AgentInfo& agent : agents_)
     states[static_cast<size_t>(agent.rank)].gone = agent.process_gone;

@@ -3,7 +3,7 @@
 // goes wrong — which rank is to blame.
 //
 // Everything happens on the caller's thread inside next(): it sleeps in
-// zmq_poll on the ROUTER, the interrupt pipe and a pidfd per local agent, so
+// poll(2) on the ROUTER, the interrupt pipe and a pidfd per local agent, so
 // a dead agent, Ctrl-C or a message wakes it at once, and it never spins.
 // While it waits it sends heartbeats and checks the agents' deadlines. Any
 // failure is thrown from next() as an Error whose class decides the exit code;

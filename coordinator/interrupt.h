@@ -1,6 +1,6 @@
 // Ctrl-C, SIGTERM and SIGHUP for a coordinator that has children to stop.
 // While an InterruptScope lives, SIGINT/SIGTERM/SIGHUP set a flag and make
-// fd() readable (a self-pipe), so whoever waits (the agent pool's zmq_poll,
+// fd() readable (a self-pipe), so whoever waits (the agent pool's poll(2),
 // run_subprocess) wakes at once, stops what it started and only then exits
 // with 128 + the signal (InterruptedError: 130, 143, 129).
 //

@@ -1,5 +1,6 @@
 #include "rank_agent/agent.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -141,16 +142,11 @@ void RankAgent::say_hello() {
 }
 
 void RankAgent::wait_for_activity(Clock::duration timeout) {
-  zmq::pollitem_t items[2] = {{channel_->socket().handle(), 0, ZMQ_POLLIN, 0},
-                              {nullptr, wake_fd_, ZMQ_POLLIN, 0}};
+  pollfd wake{wake_fd_, POLLIN, 0};
   // Round up: a sub-millisecond remainder must still sleep, not spin.
   const auto ms =
       std::max(std::chrono::ceil<std::chrono::milliseconds>(timeout), std::chrono::milliseconds(0));
-  try {
-    zmq::poll(items, 2, ms);
-  } catch (const zmq::error_t& e) {
-    if (e.num() != EINTR) throw InfraError(std::string("waiting for the coordinator: ") + e.what());
-  }
+  channel_->wait({&wake, 1}, ms);
 }
 
 void RankAgent::await_welcome() {
@@ -206,7 +202,6 @@ void RankAgent::await_welcome() {
     DataConnection data;
     data.endpoint = options_.coord;
     data.options.curve_client = run_key_;
-    data.rank = session_.rank;
     data.token = welcome_.attach_token;
     settings.data = std::move(data);
   }

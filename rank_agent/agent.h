@@ -4,7 +4,7 @@
 // NEED, hands BLOBS / SHUTDOWN (and RESET / DISPATCH / RESIDENT that come
 // before the worker's data connection is attached) to the worker thread in
 // arrival order, sends what the worker produces, heartbeats, and watches the
-// coordinator's silence. It sleeps in zmq_poll on the socket and an eventfd
+// coordinator's silence. It sleeps in poll(2) on the socket and an eventfd
 // (worker results, signals): nothing busy-polls.
 #pragma once
 

@@ -245,9 +245,10 @@ void AgentWorker::apply(ConfigureJob& job) {
   if (!settings_.data) return;
   const DataConnection& data = *settings_.data;
   data_context_.emplace(1);
-  data_.emplace(wire::Channel::connect(*data_context_, data.endpoint, data.rank, data.options));
+  const int rank = session_->rank();
+  data_.emplace(wire::Channel::connect(*data_context_, data.endpoint, rank, data.options));
   // The first message on this connection: the coordinator reads it before any answer.
-  data_->send(wire::Attach{data.rank, data.token});
+  data_->send(wire::Attach{rank, data.token});
 }
 
 std::vector<WorkerOutput> AgentWorker::take_outputs() {

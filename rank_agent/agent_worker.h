@@ -53,10 +53,9 @@ struct SessionInfo {
 
 // The worker's own connection to the coordinator (docs/protocol.md, "The data connection").
 struct DataConnection {
-  std::string endpoint;           // the coordinator's, as the control connection's
-  wire::ChannelOptions options;   // the run's CURVE key
-  int32_t rank = -1;
-  uint64_t token = 0;             // WELCOME's attach_token, sent back in ATTACH
+  std::string endpoint;          // the coordinator's, as the control connection's
+  wire::ChannelOptions options;  // the run's CURVE key
+  uint64_t token = 0;            // WELCOME's attach_token, sent back in ATTACH
 };
 
 // Fixed once WELCOME has named the run.

@@ -118,7 +118,8 @@ void Channel::send_to(std::string_view identity, const Message& message,
 }
 
 std::optional<Decoded> Channel::receive(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
   for (;;) {
     std::vector<zmq::message_t> frames;
     zmq::recv_result_t received;
