@@ -8,8 +8,10 @@
 //                       { allgather(x, y) }
 //   reduce_scatter  host main(x: in f32[WORLD, 1024, 4096], y: out f32[WORLD, 1024 / W, 4096])
 //                       { reduce_scatter(x, y) }
-// compiles them with pypto-compile (--no-golden) into a scratch directory,
-// prepares one DistributedWorker for the three, runs each once and checks the
+// (--ops: some of them), compiles them with pypto-compile (--no-golden; -L DIR
+// puts DIR's collectives.ptl before the standard library's, to time a changed
+// library against the built one) into a scratch directory,
+// prepares one DistributedWorker for them, runs each once and checks the
 // result element by element against a direct computation (WRONG RESULT, exit
 // 1, otherwise), then per repetition (--reps) and op: one mpirun of
 // mpi_collectives_bench (--warmup untimed, --mpi-iters timed calls), a memcpy of 16 MiB
@@ -72,7 +74,7 @@ namespace {
 
 constexpr int64_t kRows = 1024, kCols = 4096;  // 16 MiB of f32 per rank
 constexpr double kBytes = double(kRows * kCols * 4);
-const std::vector<std::string> kOps = {"allreduce", "allgather", "reduce_scatter"};
+const std::vector<std::string> kAllOps = {"allreduce", "allgather", "reduce_scatter"};
 
 double bus_factor(const std::string& op, int world) {
   return (op == "allreduce" ? 2.0 : 1.0) * (world - 1) / world;
@@ -202,6 +204,8 @@ std::pair<int64_t, int64_t> task_span(const DispatchOutcome& d) {
 struct Options {
   int rounds = 10, warmup = 2, reps = 3, mpi_iters = 20, memcpy_iters = 10, traced_rounds = 3;
   std::string mpirun = PYPTO_MPIEXEC, mpi_bench, compiler = PYPTO_COMPILE_BIN;
+  std::vector<std::string> ops = kAllOps;
+  std::vector<std::string> lib_dirs;  // searched before the standard library: -L of pypto-compile
 };
 
 struct Figures {
@@ -211,14 +215,16 @@ struct Figures {
 
 void bench_world(int world, const Options& o, const fs::path& scratch,
                  std::map<std::string, Figures>& figures) {
+  const std::vector<std::string>& ops = o.ops;
   std::vector<DistributedCompiledProgram> programs;
-  for (const std::string& op : kOps) {
+  for (const std::string& op : ops) {
     const fs::path source = scratch / (op + "_w" + std::to_string(world) + ".ptl");
     const fs::path dir = scratch / (op + "_w" + std::to_string(world));
     std::ofstream(source) << program_text(op, world);
-    const int rc = run_process({o.compiler, source.string(), "-o", dir.string(), "--world",
-                                std::to_string(world), "--no-golden"},
-                               scratch / "compile.log");
+    std::vector<std::string> command{o.compiler, source.string(), "-o",         dir.string(),
+                                     "--world",  std::to_string(world), "--no-golden"};
+    for (const std::string& lib : o.lib_dirs) command.insert(command.end(), {"-L", lib});
+    const int rc = run_process(command, scratch / "compile.log");
     if (rc != 0)
       throw InfraError("pypto-compile failed on " + source.string() + " (see " +
                        (scratch / "compile.log").string() + ")");
@@ -227,23 +233,24 @@ void bench_world(int world, const Options& o, const fs::path& scratch,
   DistributedWorkerOptions options;
   options.mpirun.rank_binary = fs::path(std::getenv("PYPTO_RANK"));
   options.heartbeat_timeout = std::chrono::minutes(30);  // idle while MPI runs
-  std::vector<const DistributedCompiledProgram*> extra{&programs[1], &programs[2]};
+  std::vector<const DistributedCompiledProgram*> extra;
+  for (size_t i = 1; i < programs.size(); ++i) extra.push_back(&programs[i]);
   std::unique_ptr<DistributedWorker> worker =
       DistributedWorker::prepare(programs[0], options, extra);
   std::printf("# world %d: launch %.0f ms, prepare %.0f ms\n", world,
               worker->prepare_report().launch_ms, worker->prepare_report().prepare_ms);
 
-  for (size_t i = 0; i < kOps.size(); ++i) {
+  for (size_t i = 0; i < ops.size(); ++i) {
     std::vector<Tensor> checked = inputs_of(programs[i]);
     worker->run(programs[i], checked);  // windows reset first
-    check(kOps[i], world, checked);
-    std::printf("# world %d: %s matches the direct computation\n", world, kOps[i].c_str());
+    check(ops[i], world, checked);
+    std::printf("# world %d: %s matches the direct computation\n", world, ops[i].c_str());
   }
   // The timed rounds run on resident tensors (docs/resident-tensors.md): nothing
   // is shipped, so no rank's control thread copies 16 MiB over the control plane
   // while a peer is still in the kernel.
-  std::vector<std::vector<RunArgument>> resident(kOps.size());
-  for (size_t i = 0; i < kOps.size(); ++i) resident[i] = resident_inputs(*worker, programs[i]);
+  std::vector<std::vector<RunArgument>> resident(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) resident[i] = resident_inputs(*worker, programs[i]);
   DistributedRunOptions timed;
   timed.reset_windows = false;
   DistributedRunOptions traced = timed;
@@ -254,8 +261,8 @@ void bench_world(int world, const Options& o, const fs::path& scratch,
     const double copy_gbs = kBytes / (copy_ms * 1e-3) / 1e9;
     std::printf("collectives impl=memcpy world=%d rep=%d median_ms=%.3f gbs=%.3f load=%.2f\n", world,
                 rep, copy_ms, copy_gbs, load);
-    for (size_t i = 0; i < kOps.size(); ++i) {
-      const std::string& op = kOps[i];
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const std::string& op = ops[i];
       Figures& f = figures[op + "/" + std::to_string(world)];
       load = load_average();
       const double mpi = run_mpi(o.mpirun, o.mpi_bench, op, world, o.mpi_iters, o.warmup);
@@ -303,13 +310,13 @@ void bench_world(int world, const Options& o, const fs::path& scratch,
     }
   }
   // The timed rounds ran on kept windows: a round on them must still be right.
-  for (size_t i = 0; i < kOps.size(); ++i) {
+  for (size_t i = 0; i < ops.size(); ++i) {
     std::vector<RunArgument> fresh = resident_inputs(*worker, programs[i]);
     worker->run(programs[i], fresh, timed);
     std::vector<Tensor> checked = inputs_of(programs[i]);
     for (size_t j = 0; j < fresh.size(); ++j)
       worker->copy_from(std::get<ResidentTensor>(fresh[j]), checked[j]);
-    check(kOps[i], world, checked);
+    check(ops[i], world, checked);
   }
   worker->close();
 }
@@ -336,6 +343,12 @@ int main(int argc, char** argv) {
   app.add_option("--mpi-bench", o.mpi_bench, "mpi_collectives_bench (default: next to this program)");
   app.add_option("--mpirun", o.mpirun, "mpirun to start the MPI side with");
   app.add_option("--pypto-compile", o.compiler, "pypto-compile to build the programs with");
+  app.add_option("--ops", o.ops, "collectives to time, in this order (default: all three)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(kAllOps));
+  app.add_option("-L,--lib-dir", o.lib_dirs,
+                 "directory pypto-compile searches for collectives.ptl before its own library "
+                 "(to time a changed library against the installed one)");
   CLI11_PARSE(app, argc, argv);
   try {
     pypto::log::init(std::string("warn"));
@@ -356,7 +369,7 @@ int main(int argc, char** argv) {
     std::map<std::string, Figures> figures;
     for (int world : worlds) bench_world(world, o, scratch, figures);
     for (int world : worlds)
-      for (const std::string& op : kOps) {
+      for (const std::string& op : o.ops) {
         const Figures& f = figures[op + "/" + std::to_string(world)];
         const double mpi_bw = busbw_gbs(op, median(f.mpi), world);
         const double rt_bw = busbw_gbs(op, median(f.kernel), world);
