@@ -10,7 +10,7 @@
 //                       { reduce_scatter(x, y) }
 // (--ops: some of them), compiles them with pypto-compile (--no-golden; -L DIR
 // puts DIR's collectives.ptl before the standard library's, to time a changed
-// library against the built one) into a scratch directory,
+// library against the standard one) into a scratch directory,
 // prepares one DistributedWorker for them, runs each once and checks the
 // result element by element against a direct computation (WRONG RESULT, exit
 // 1, otherwise), then per repetition (--reps) and op: one mpirun of
@@ -348,7 +348,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(kAllOps));
   app.add_option("-L,--lib-dir", o.lib_dirs,
                  "directory pypto-compile searches for collectives.ptl before its own library "
-                 "(to time a changed library against the installed one)");
+                 "(to time a changed library against the standard one)");
   CLI11_PARSE(app, argc, argv);
   try {
     pypto::log::init(std::string("warn"));

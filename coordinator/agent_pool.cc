@@ -778,7 +778,7 @@ std::vector<RankStateReport> AgentPool::gather_states(Clock::time_point deadline
     try {
       channel_.wait({}, milliseconds(std::clamp<long>(left + 1, 1, 100)));
     } catch (const std::exception& e) {
-      log::debug("while gathering the ranks' states: {}", e.what());  // this never throws
+      log::debug("while gathering the ranks' states: {}", e.what());  // gather_states never throws
     }
   }
   for (const AgentInfo& agent : agents_)
