@@ -1,10 +1,12 @@
 #include "compiler/pto/pto_emit_cpp.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
 
 #include "compiler/codegen/codegen_util.h"
+#include "compiler/pto/pto_loop_passes.h"
 #include "compiler/pto/pto_printer.h"
 
 namespace pypto::compiler::pto {
@@ -107,17 +109,27 @@ class Emitter {
         line(1, "(void)id_" + p.name + ";");
       }
     }
-    // Registers: tiles in the scratch buffer, scalars as locals.
+    // Registers: tiles in the scratch buffer, scalars as locals; those the
+    // loop passes left unused (an unrolled loop's variable) are not declared.
+    count_regs(u_.body, unit_uses_);
+    auto used = [&](const Register& r) {
+      return unit_uses_.count(static_cast<int>(&r - u_.regs.data())) > 0;
+    };
     uint64_t bytes = 0;
     std::string tiles;
+    std::map<int, uint64_t> buffer;  // register -> offset of its buffer (copies share theirs)
     for (const Register& r : u_.regs) {
-      if (r.type.is_tile()) {
-        const uint64_t size = static_cast<uint64_t>(r.type.rows * r.type.cols) *
-                              dtype_size(r.type.dtype);
+      if (r.type.is_tile() && used(r)) {
+        const int owner = r.shares >= 0 ? r.shares : static_cast<int>(&r - u_.regs.data());
+        auto [at, added] = buffer.emplace(owner, bytes);
+        if (added) {
+          const uint64_t size = static_cast<uint64_t>(r.type.rows * r.type.cols) *
+                                dtype_size(r.type.dtype);
+          bytes += (size + 63) / 64 * 64;
+        }
         tiles += "  " + std::string(ctype(r.type.dtype)) + "* const r_" + r.name + " = reinterpret_cast<" +
-                 ctype(r.type.dtype) + "*>(scratch + " + std::to_string(bytes) + ");  // " +
+                 ctype(r.type.dtype) + "*>(scratch + " + std::to_string(at->second) + ");  // " +
                  to_string(r.type) + "\n";
-        bytes += (size + 63) / 64 * 64;
       }
     }
     if (!tiles.empty()) {
@@ -129,6 +141,7 @@ class Emitter {
       out_ += tiles;
     }
     for (const Register& r : u_.regs) {
+      if (!used(r)) continue;
       switch (r.type.kind) {
         case RegType::kInt:
           line(1, "int64_t r_" + r.name + " = 0;");
@@ -203,10 +216,18 @@ class Emitter {
         i = store + 1;
         continue;
       }
-      const size_t end = fusible_run(body, i);
-      if (end > i + 1) {
-        fused(body, i, end, depth);
-        i = end;
+      const Run run = fusible_run(body, i);
+      if (run.members.size() > 1) {
+        // The scalar instructions in between (offsets, peers) go first.
+        std::vector<Inst> group;
+        for (size_t j = i; j < run.end; ++j) {
+          if (std::find(run.members.begin(), run.members.end(), j) == run.members.end())
+            emit(body[j], depth);
+          else
+            group.push_back(body[j]);
+        }
+        fused(group, 0, group.size(), depth);
+        i = run.end;
       } else {
         emit(body[i], depth);
         ++i;
@@ -226,7 +247,6 @@ class Emitter {
   size_t direct_copy(const std::vector<Inst>& body, size_t i) {
     const Inst& first = body[i];
     if (first.op != Opcode::kTLoad && first.op != Opcode::kTRemoteLoad) return 0;
-    if (unit_uses_.empty()) count_regs(u_.body, unit_uses_);
     if (unit_uses_[first.dst] != 2) return 0;  // defined here, stored there, nothing else
     std::set<int> operands;
     for (const Operand& o : first.args) {
@@ -243,17 +263,7 @@ class Emitter {
           return 0;
         return j;
       }
-      switch (inst.op) {
-        case Opcode::kMov: case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul:
-        case Opcode::kMin: case Opcode::kMax: case Opcode::kNeg: case Opcode::kNot:
-        case Opcode::kAnd: case Opcode::kOr: case Opcode::kEq: case Opcode::kNe:
-        case Opcode::kLt: case Opcode::kLe: case Opcode::kGt: case Opcode::kGe:
-        case Opcode::kItof:
-          if (operands.count(inst.dst)) return 0;
-          break;
-        default:
-          return 0;
-      }
+      if (!pure_scalar(inst, u_) || operands.count(inst.dst)) return 0;
     }
     return 0;
   }
@@ -286,6 +296,10 @@ class Emitter {
   // regions around them, becomes one loop that keeps every element in
   // registers (pto::fused; docs/pto-format.md).
 
+  static bool is_store(Opcode op) { return op == Opcode::kTStore || op == Opcode::kTRemoteStore; }
+  static bool is_remote(Opcode op) { return op == Opcode::kTRemoteLoad || op == Opcode::kTRemoteStore; }
+  static bool is_access(Opcode op) { return op == Opcode::kTLoad || op == Opcode::kTRemoteLoad || is_store(op); }
+
   bool f32_tile(int r, int64_t rows, int64_t cols) const {
     const RegType& t = type(r);
     return t.is_tile() && t.dtype == DType::kF32 && t.rows == rows && t.cols == cols;
@@ -300,12 +314,15 @@ class Emitter {
     switch (inst.op) {
       case Opcode::kTLoad:
       case Opcode::kTStore:
-      case Opcode::kTRemoteLoad: {  // a remote region is read through the peer's mapped copy
-        const Operand& region = inst.op == Opcode::kTStore ? a[1] : a[0];
+      case Opcode::kTRemoteLoad:     // a remote region is read and written
+      case Opcode::kTRemoteStore: {  // through the peer's mapped copy
+        const bool store = is_store(inst.op);
+        const Operand& region = store ? a[1] : a[0];
         const Param& p = param(region);
         if (p.kind == ParamKind::kScalar || p.dtype != DType::kF32) return false;
-        if (inst.op == Opcode::kTRemoteLoad && p.kind != ParamKind::kWindow) return false;
-        shape_reg = inst.op == Opcode::kTStore ? a[0].reg : inst.dst;
+        if (is_remote(inst.op) && p.kind != ParamKind::kWindow) return false;
+        if (inst.op == Opcode::kTRemoteStore && a[3].option != "set") return false;
+        shape_reg = store ? a[0].reg : inst.dst;
         break;
       }
       case Opcode::kTAdd:
@@ -330,9 +347,7 @@ class Emitter {
       cols = t.cols;
     }
     if (!f32_tile(shape_reg, rows, cols)) return false;
-    if (inst.op == Opcode::kTLoad || inst.op == Opcode::kTStore || inst.op == Opcode::kTRemoteLoad ||
-        inst.op == Opcode::kTFull)
-      return true;
+    if (is_access(inst.op) || inst.op == Opcode::kTFull) return true;
     if (!f32_tile(a[0].reg, rows, cols)) return false;
     if (a.size() > 1 && tile_operand(a[1])) {
       const RegType& b = type(a[1].reg);
@@ -343,24 +358,33 @@ class Emitter {
     return true;
   }
 
-  // The end of the fusible run starting at body[i] (i itself when there is none).
-  size_t fusible_run(const std::vector<Inst>& body, size_t i) const {
+  // The fusible run starting at body[i]: its tile instructions (members) up
+  // to `end`, and the scalar instructions among them, which can run before
+  // the group: pure_scalar, and none writes a register a member before it
+  // reads. Regions of one parameter that are the same memory or disjoint are
+  // checked when the group runs (same_or_disjoint), so any may repeat.
+  struct Run {
+    size_t end = 0;
+    std::vector<size_t> members;
+  };
+  Run fusible_run(const std::vector<Inst>& body, size_t i) const {
     int64_t rows = 0, cols = 0;
-    std::set<int> loaded, stored;  // params: a group never loads and stores one,
-    size_t end = i;                // nor stores one twice (element order would change)
-    for (; end < body.size(); ++end) {
-      const Inst& inst = body[end];
+    Run run;
+    run.end = i;
+    std::set<int> read;  // the scalar registers the members so far read
+    for (size_t j = i; j < body.size(); ++j) {
+      const Inst& inst = body[j];
+      if (!run.members.empty() && pure_scalar(inst, u_) && !read.count(inst.dst)) continue;
       if (!fusible(inst, rows, cols)) break;
-      if (inst.op == Opcode::kTLoad || inst.op == Opcode::kTRemoteLoad) {
-        if (stored.count(inst.args[0].param)) break;
-        loaded.insert(inst.args[0].param);
-      } else if (inst.op == Opcode::kTStore) {
-        const int p = inst.args[1].param;
-        if (stored.count(p) || loaded.count(p)) break;
-        stored.insert(p);
+      for (const Operand& o : inst.args) {
+        if (o.kind == Operand::kReg && !type(o.reg).is_tile()) read.insert(o.reg);
+        for (const Operand& x : o.index)
+          if (x.kind == Operand::kReg) read.insert(x.reg);
       }
+      run.members.push_back(j);
+      run.end = j + 1;
     }
-    return end;
+    return run;
   }
 
   // How often each register occurs (operand or destination) in `body`, recursively.
@@ -379,7 +403,6 @@ class Emitter {
   }
 
   void fused(const std::vector<Inst>& body, size_t begin, size_t end, int depth) {
-    if (unit_uses_.empty()) count_regs(u_.body, unit_uses_);
     int64_t rows = 0, cols = 0;
     fusible(body[begin], rows, cols);
     const std::string id = "f" + std::to_string(++fused_);
@@ -424,10 +447,9 @@ class Emitter {
     std::map<size_t, size_t> access_of;  // instruction index -> acc index
     for (size_t i = begin; i < end; ++i) {
       const Inst& inst = body[i];
-      if (inst.op != Opcode::kTLoad && inst.op != Opcode::kTStore && inst.op != Opcode::kTRemoteLoad)
-        continue;
-      const bool store = inst.op == Opcode::kTStore;
-      const bool remote = inst.op == Opcode::kTRemoteLoad;
+      if (!is_access(inst.op)) continue;
+      const bool store = is_store(inst.op);
+      const bool remote = is_remote(inst.op);
       const Operand& region = store ? inst.args[1] : inst.args[0];
       const Param& p = param(region);
       Access x{id + "_g" + std::to_string(acc.size()), id + "_ld" + std::to_string(acc.size()), &p,
@@ -438,7 +460,8 @@ class Emitter {
       if (remote)
         guarded(d1, offsets(region),
                 "k.remote_view(id_" + p.name + ", p_" + p.name + ", \"" + p.name + "\", " +
-                    value(inst.args[1]) + ", o, " + rc_text + ", &" + x.g + ", &" + x.ld + ")");
+                    value(inst.args[store ? 2 : 1]) + ", o, " + rc_text + ", \"" +
+                    (store ? "remote_store" : "remote_load") + "\", &" + x.g + ", &" + x.ld + ")");
       else
         guarded(d1, offsets(region),
                 "k.view(p_" + p.name + ", \"" + p.name + "\", o, " + rc_text + ", \"" +
@@ -497,7 +520,8 @@ class Emitter {
           line(d3, "pto::vld<S>(" + v(inst.dst) + ", " + x.g + " + fr * " + x.ld + " + fj);");
           break;
         }
-        case Opcode::kTStore: {
+        case Opcode::kTStore:
+        case Opcode::kTRemoteStore: {
           const Access& x = acc[access_of[i]];
           line(d3, "pto::vst<S>(" + x.g + " + fr * " + x.ld + " + fj, " + v(a[0].reg) + ");");
           break;
@@ -840,6 +864,10 @@ class Emitter {
 
 }  // namespace
 
-std::string emit_cpp(const Unit& unit) { return Emitter(unit).run(); }
+std::string emit_cpp(const Unit& unit) {
+  Unit straightened = unit;
+  run_loop_passes(straightened);
+  return Emitter(straightened).run();
+}
 
 }  // namespace pypto::compiler::pto

@@ -77,6 +77,25 @@ std::string to_string(const RegType& type) {
   return "?";
 }
 
+bool pure_scalar(const Inst& inst, const Unit& unit) {
+  switch (inst.op) {
+    case Opcode::kMov: case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul:
+    case Opcode::kMin: case Opcode::kMax: case Opcode::kNeg: case Opcode::kNot:
+    case Opcode::kAnd: case Opcode::kOr: case Opcode::kEq: case Opcode::kNe:
+    case Opcode::kLt: case Opcode::kLe: case Opcode::kGt: case Opcode::kGe:
+    case Opcode::kItof: case Opcode::kRank: case Opcode::kWorld:
+      return true;
+    case Opcode::kDiv:
+    case Opcode::kRem: {
+      if (unit.regs[static_cast<size_t>(inst.dst)].type.kind == RegType::kFloat) return true;
+      const Operand& d = inst.args[1];
+      return d.kind == Operand::kInt && d.int_value != 0 && d.int_value != -1;
+    }
+    default:
+      return false;
+  }
+}
+
 const char* opcode_name(Opcode op) {
   for (const OpName& n : kOpNames)
     if (n.op == op) return n.name;

@@ -39,6 +39,10 @@ std::string to_string(const RegType& type);
 struct Register {
   std::string name;  // without '%'
   RegType type;
+  // A copy the loop passes made of register `shares` for one unrolled trip or
+  // unswitched loop (pto_loop_passes.h): the two are never live at once, so a
+  // tile copy shares the original's buffer. -1 for the unit's own registers.
+  int shares = -1;
 };
 
 enum class ParamKind { kTensor, kWindow, kScalar };
@@ -145,6 +149,12 @@ struct Unit {
 // Dtypes the emitter handles in tiles, tensors and windows: f32, f16, bf16,
 // i8, i16, i32, i64, u8 (bool is not supported yet). f16 and bf16 tiles are
 // only moved, converted (tcvt) and multiplied (tmatmul).
+// A scalar instruction whose only effect is its destination register and that
+// cannot fail at run time (an integer div/rem only by a constant other than 0
+// and -1): code may move it past tile instructions that do not read its
+// destination (the emitter's fused groups and direct copies).
+bool pure_scalar(const Inst& inst, const Unit& unit);
+
 bool supported_dtype(DType dtype);
 bool half_dtype(DType dtype);  // f16, bf16
 

@@ -317,15 +317,17 @@ struct Kernel {
     return true;
   }
 
-  // The same for a fused group's remote_load of window `w` (its local view):
-  // the peer's mapped copy when the window is shared memory, else *ptr stays
-  // NULL and the group runs one instruction at a time through remote_load
-  // (which also reports a bad peer). This rank's own copy is left to that path
-  // too: its mapping may alias a region of the group under another address.
+  // The same for a fused group's remote_load or remote_store (`what`) of
+  // window `w` (its local view): the peer's mapped copy when the window is
+  // shared memory, else *ptr stays NULL and the group runs one instruction at
+  // a time through remote_load / remote_store (which also report a bad peer).
+  // This rank's own copy is left to that path too: its mapping may alias a
+  // region of the group under another address.
   template <class T>
   bool remote_view(int32_t id, const pypto_tensor& w, const char* name, int64_t peer,
-                   const int64_t* off, int64_t rows, int64_t cols, T** ptr, int64_t* ld) const {
-    if (!region(w, name, off, rows, cols, "remote_load")) return false;
+                   const int64_t* off, int64_t rows, int64_t cols, const char* what, T** ptr,
+                   int64_t* ld) const {
+    if (!region(w, name, off, rows, cols, what)) return false;
     *ptr = nullptr;
     *ld = row_stride(w);
     const pypto_kernel_ctx* ctx = args->ctx;
@@ -333,6 +335,13 @@ struct Kernel {
     if (T* base = static_cast<T*>(comm()->peer_pointer(ctx, id, (int32_t)peer)))
       *ptr = base + element_offset(w, off);
     return true;
+  }
+  // The remote_load form, as build directories generated before remote_store
+  // views call it.
+  template <class T>
+  bool remote_view(int32_t id, const pypto_tensor& w, const char* name, int64_t peer,
+                   const int64_t* off, int64_t rows, int64_t cols, T** ptr, int64_t* ld) const {
+    return remote_view(id, w, name, peer, off, rows, cols, "remote_load", ptr, ld);
   }
 
   template <class T>

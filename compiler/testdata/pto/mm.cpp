@@ -22,30 +22,70 @@ static void ptoas_mm(const pypto_kernel_args* args) {
   float* const r_acc = reinterpret_cast<float*>(scratch + 0);  // f32[64, 32]
   float* const r_t0 = reinterpret_cast<float*>(scratch + 8192);  // f32[64, 64]
   float* const r_t1 = reinterpret_cast<float*>(scratch + 24576);  // f32[64, 32]
-  int64_t r_k = 0;
+  float* const r_t0_u1 = reinterpret_cast<float*>(scratch + 8192);  // f32[64, 64]
+  float* const r_t1_u1 = reinterpret_cast<float*>(scratch + 24576);  // f32[64, 32]
+  float* const r_t0_u2 = reinterpret_cast<float*>(scratch + 8192);  // f32[64, 64]
+  float* const r_t1_u2 = reinterpret_cast<float*>(scratch + 24576);  // f32[64, 32]
+  float* const r_t0_u3 = reinterpret_cast<float*>(scratch + 8192);  // f32[64, 64]
+  float* const r_t1_u3 = reinterpret_cast<float*>(scratch + 24576);  // f32[64, 32]
   // %acc:f32[64, 32] = tfull 0.0
   pto::fill(2048, float(float(0.0)), r_acc);
-  // for %k = 0 to 256 step 64
+  // %t0:f32[64, 64] = tload a[0, 0]
+  k.at("t.ptl", 5);
   {
-    const int64_t hi1 = INT64_C(256);
-    const int64_t step1 = INT64_C(64);
-    for (r_k = INT64_C(0); r_k < hi1; r_k += step1) {
-      // %t0:f32[64, 64] = tload a[0, %k]
-      k.at("t.ptl", 5);
-      {
-        const int64_t o[] = {INT64_C(0), r_k};
-        if (!k.load(p_a, "a", o, 64, 64, r_t0)) return;
-      }
-      // %t1:f32[64, 32] = tload b[%k, 0]
-      k.at("t.ptl", 5);
-      {
-        const int64_t o[] = {r_k, INT64_C(0)};
-        if (!k.load(p_b, "b", o, 64, 32, r_t1)) return;
-      }
-      // %acc:f32[64, 32] = tmatmul %t0, %t1, %acc
-      pto::matmul(64, 32, 64, r_t0, r_t1, r_acc, true);
-    }
+    const int64_t o[] = {INT64_C(0), INT64_C(0)};
+    if (!k.load(p_a, "a", o, 64, 64, r_t0)) return;
   }
+  // %t1:f32[64, 32] = tload b[0, 0]
+  k.at("t.ptl", 5);
+  {
+    const int64_t o[] = {INT64_C(0), INT64_C(0)};
+    if (!k.load(p_b, "b", o, 64, 32, r_t1)) return;
+  }
+  // %acc:f32[64, 32] = tmatmul %t0, %t1, %acc
+  pto::matmul(64, 32, 64, r_t0, r_t1, r_acc, true);
+  // %t0_u1:f32[64, 64] = tload a[0, 64]
+  k.at("t.ptl", 5);
+  {
+    const int64_t o[] = {INT64_C(0), INT64_C(64)};
+    if (!k.load(p_a, "a", o, 64, 64, r_t0_u1)) return;
+  }
+  // %t1_u1:f32[64, 32] = tload b[64, 0]
+  k.at("t.ptl", 5);
+  {
+    const int64_t o[] = {INT64_C(64), INT64_C(0)};
+    if (!k.load(p_b, "b", o, 64, 32, r_t1_u1)) return;
+  }
+  // %acc:f32[64, 32] = tmatmul %t0_u1, %t1_u1, %acc
+  pto::matmul(64, 32, 64, r_t0_u1, r_t1_u1, r_acc, true);
+  // %t0_u2:f32[64, 64] = tload a[0, 128]
+  k.at("t.ptl", 5);
+  {
+    const int64_t o[] = {INT64_C(0), INT64_C(128)};
+    if (!k.load(p_a, "a", o, 64, 64, r_t0_u2)) return;
+  }
+  // %t1_u2:f32[64, 32] = tload b[128, 0]
+  k.at("t.ptl", 5);
+  {
+    const int64_t o[] = {INT64_C(128), INT64_C(0)};
+    if (!k.load(p_b, "b", o, 64, 32, r_t1_u2)) return;
+  }
+  // %acc:f32[64, 32] = tmatmul %t0_u2, %t1_u2, %acc
+  pto::matmul(64, 32, 64, r_t0_u2, r_t1_u2, r_acc, true);
+  // %t0_u3:f32[64, 64] = tload a[0, 192]
+  k.at("t.ptl", 5);
+  {
+    const int64_t o[] = {INT64_C(0), INT64_C(192)};
+    if (!k.load(p_a, "a", o, 64, 64, r_t0_u3)) return;
+  }
+  // %t1_u3:f32[64, 32] = tload b[192, 0]
+  k.at("t.ptl", 5);
+  {
+    const int64_t o[] = {INT64_C(192), INT64_C(0)};
+    if (!k.load(p_b, "b", o, 64, 32, r_t1_u3)) return;
+  }
+  // %acc:f32[64, 32] = tmatmul %t0_u3, %t1_u3, %acc
+  pto::matmul(64, 32, 64, r_t0_u3, r_t1_u3, r_acc, true);
   // tstore %acc, c[0, 0]
   k.at("t.ptl", 7);
   {

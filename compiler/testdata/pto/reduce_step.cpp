@@ -107,7 +107,7 @@ static void ptoas_reduce_step(const pypto_kernel_args* args) {
           k.at("t.ptl", 12);
           {
             const int64_t o[] = {INT64_C(0), INT64_C(0)};
-            if (!k.remote_view(id_data, p_data, "data", r_p_1, o, 1, 256, &f1_g0, &f1_ld0)) return;
+            if (!k.remote_view(id_data, p_data, "data", r_p_1, o, 1, 256, "remote_load", &f1_g0, &f1_ld0)) return;
           }
           if (f1_g0 != nullptr &&
               pto::unit_cols(p_data)) {
