@@ -13,7 +13,9 @@
 # Usage: bench/run_resident_benchmarks.sh [BUILD_DIR]   (default: build)
 #   ninja -C BUILD_DIR pypto-compile pypto-coord pypto-rank mpi_collectives_bench
 # Knobs: OPS ("allreduce allgather reduce_scatter"), WORLDS ("2 4 8"), REPS (3),
-# ROUNDS (20), MPI_ITERS (20), SHIPPED (1: also time the shipped variant; 0: skip it).
+# ROUNDS (20), WARMUP (20: untimed rounds, and MPI calls, first; the agents' first ~20 rounds of a
+# program run slower, as collectives_bench's --warmup 20 allows for), MPI_ITERS (20),
+# SHIPPED (1: also time the shipped variant; 0: skip it).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,15 +46,15 @@ for w in ${WORLDS:-2 4 8}; do
     for op in $OPS; do
       l0=$(load)
       mpi=$(mpirun --oversubscribe --bind-to none -n "$w" "$MPI_BENCH" --op "$op" \
-        --iters "${MPI_ITERS:-20}" | sed -n 's/.* median_ms=\([0-9.]*\).*/\1/p')
+        --warmup "${WARMUP:-20}" --iters "${MPI_ITERS:-20}" | sed -n 's/.* median_ms=\([0-9.]*\).*/\1/p')
       [ -n "$mpi" ] || { echo "mpi_collectives_bench --op $op at world $w printed no median" >&2; exit 1; }
       l1=$(load)
-      res=$("$COORD" bench "$WORK/${op}_w$w" --resident --rounds "${ROUNDS:-20}" --warmup 2 --json |
+      res=$("$COORD" bench "$WORK/${op}_w$w" --resident --rounds "${ROUNDS:-20}" --warmup "${WARMUP:-20}" --json |
         json_field median_ms)
       l2=$(load)
       shipped=-
       if [ "${SHIPPED:-1}" = 1 ]; then
-        shipped=$("$COORD" bench "$WORK/${op}_w$w" --rounds "${ROUNDS:-20}" --warmup 2 --json |
+        shipped=$("$COORD" bench "$WORK/${op}_w$w" --rounds "${ROUNDS:-20}" --warmup "${WARMUP:-20}" --json |
           json_field median_ms)
       fi
       l3=$(load)

@@ -292,9 +292,9 @@ class Emitter {
 
   // ------------------------------------------------------------ fused groups
   // A run of f32 elementwise instructions over tiles of one shape, with the
-  // tloads/tstores of tensor or window regions and the tremote_loads of window
-  // regions around them, becomes one loop that keeps every element in
-  // registers (pto::fused; docs/pto-format.md).
+  // tloads/tstores of tensor or window regions and the tremote_loads /
+  // tremote_stores of window regions around them, becomes one loop that keeps
+  // every element in registers (pto::fused; docs/pto-format.md).
 
   static bool is_store(Opcode op) { return op == Opcode::kTStore || op == Opcode::kTRemoteStore; }
   static bool is_remote(Opcode op) { return op == Opcode::kTRemoteLoad || op == Opcode::kTRemoteStore; }
