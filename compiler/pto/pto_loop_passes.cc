@@ -179,15 +179,6 @@ bool unswitch_at(std::vector<Inst>& body, size_t i, Unit& unit, size_t budget) {
   return false;
 }
 
-bool unswitch_one(std::vector<Inst>& body, Unit& unit, size_t budget) {
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (unswitch_one(body[i].body, unit, budget) || unswitch_one(body[i].else_body, unit, budget))
-      return true;
-    if (body[i].op == Opcode::kFor && unswitch_at(body, i, unit, budget)) return true;
-  }
-  return false;
-}
-
 // ------------------------------------------------------------ unrolling
 
 bool unroll_at(std::vector<Inst>& body, size_t i, Unit& unit, size_t budget) {
@@ -224,34 +215,38 @@ bool unroll_at(std::vector<Inst>& body, size_t i, Unit& unit, size_t budget) {
   return true;
 }
 
-bool unroll_one(std::vector<Inst>& body, Unit& unit, size_t budget) {
+size_t budget_of(const Unit& unit) { return std::max(kMinBudget, kGrowth * size_of(unit.body)); }
+
+// Rewrites body[i], a `for`, or returns false.
+using LoopRewrite = bool (*)(std::vector<Inst>& body, size_t i, Unit& unit, size_t budget);
+
+// Rewrites the first loop `at` can, inner loops first.
+bool rewrite_one(std::vector<Inst>& body, Unit& unit, size_t budget, LoopRewrite at) {
   for (size_t i = 0; i < body.size(); ++i) {
-    if (unroll_one(body[i].body, unit, budget) || unroll_one(body[i].else_body, unit, budget))
+    if (rewrite_one(body[i].body, unit, budget, at) ||
+        rewrite_one(body[i].else_body, unit, budget, at))
       return true;
-    if (body[i].op == Opcode::kFor && unroll_at(body, i, unit, budget)) return true;
+    if (body[i].op == Opcode::kFor && at(body, i, unit, budget)) return true;
   }
   return false;
 }
 
-size_t budget_of(const Unit& unit) { return std::max(kMinBudget, kGrowth * size_of(unit.body)); }
-
-template <class Step>
-int repeat(Unit& unit, size_t budget, Step step) {
+int repeat(Unit& unit, size_t budget, LoopRewrite at) {
   int n = 0;
-  while (step(unit.body, unit, budget)) ++n;
+  while (rewrite_one(unit.body, unit, budget, at)) ++n;
   return n;
 }
 
 }  // namespace
 
-int unswitch_loops(Unit& unit) { return repeat(unit, budget_of(unit), unswitch_one); }
+int unswitch_loops(Unit& unit) { return repeat(unit, budget_of(unit), unswitch_at); }
 
-int unroll_loops(Unit& unit) { return repeat(unit, budget_of(unit), unroll_one); }
+int unroll_loops(Unit& unit) { return repeat(unit, budget_of(unit), unroll_at); }
 
 void run_loop_passes(Unit& unit) {
   const size_t budget = budget_of(unit);
-  repeat(unit, budget, unswitch_one);
-  repeat(unit, budget, unroll_one);
+  repeat(unit, budget, unswitch_at);
+  repeat(unit, budget, unroll_at);
 }
 
 }  // namespace pypto::compiler::pto
