@@ -111,7 +111,7 @@ class Emitter {
     }
     // Registers: tiles in the scratch buffer, scalars as locals; those the
     // loop passes left unused (an unrolled loop's variable) are not declared.
-    count_regs(u_.body, unit_uses_);
+    count_registers(u_.body, unit_uses_);
     auto used = [&](const Register& r) {
       return unit_uses_.count(static_cast<int>(&r - u_.regs.data())) > 0;
     };
@@ -226,7 +226,7 @@ class Emitter {
           else
             group.push_back(body[j]);
         }
-        fused(group, 0, group.size(), depth);
+        fused(group, depth);
         i = run.end;
       } else {
         emit(body[i], depth);
@@ -249,11 +249,7 @@ class Emitter {
     if (first.op != Opcode::kTLoad && first.op != Opcode::kTRemoteLoad) return 0;
     if (unit_uses_[first.dst] != 2) return 0;  // defined here, stored there, nothing else
     std::set<int> operands;
-    for (const Operand& o : first.args) {
-      if (o.kind == Operand::kReg) operands.insert(o.reg);
-      for (const Operand& x : o.index)
-        if (x.kind == Operand::kReg) operands.insert(x.reg);
-    }
+    for_each_read(first, [&](int r) { operands.insert(r); });
     for (size_t j = i + 1; j < body.size(); ++j) {
       const Inst& inst = body[j];
       if (inst.op == Opcode::kTStore) {
@@ -376,39 +372,24 @@ class Emitter {
       const Inst& inst = body[j];
       if (!run.members.empty() && pure_scalar(inst, u_) && !read.count(inst.dst)) continue;
       if (!fusible(inst, rows, cols)) break;
-      for (const Operand& o : inst.args) {
-        if (o.kind == Operand::kReg && !type(o.reg).is_tile()) read.insert(o.reg);
-        for (const Operand& x : o.index)
-          if (x.kind == Operand::kReg) read.insert(x.reg);
-      }
+      for_each_read(inst, [&](int r) {
+        if (!type(r).is_tile()) read.insert(r);
+      });
       run.members.push_back(j);
       run.end = j + 1;
     }
     return run;
   }
 
-  // How often each register occurs (operand or destination) in `body`, recursively.
-  static void count_regs(const std::vector<Inst>& body, std::map<int, int>& uses) {
-    for (const Inst& inst : body) count_inst(inst, uses);
-  }
-  static void count_inst(const Inst& inst, std::map<int, int>& uses) {
-    if (inst.dst >= 0) ++uses[inst.dst];
-    for (const Operand& o : inst.args) {
-      if (o.kind == Operand::kReg) ++uses[o.reg];
-      for (const Operand& x : o.index)
-        if (x.kind == Operand::kReg) ++uses[x.reg];
-    }
-    count_regs(inst.body, uses);
-    count_regs(inst.else_body, uses);
-  }
-
-  void fused(const std::vector<Inst>& body, size_t begin, size_t end, int depth) {
+  // `body` is the group's members, in order (fusible_run).
+  void fused(const std::vector<Inst>& body, int depth) {
+    const size_t begin = 0, end = body.size();
     int64_t rows = 0, cols = 0;
     fusible(body[begin], rows, cols);
     const std::string id = "f" + std::to_string(++fused_);
     const std::string rc_text = std::to_string(rows) + ", " + std::to_string(cols);
     std::map<int, int> group_uses;
-    for (size_t i = begin; i < end; ++i) count_inst(body[i], group_uses);
+    count_registers(body, group_uses);
     // Group registers (the group's shape): read before written in the group
     // -> loaded from the buffer first; written and used elsewhere (or carried
     // around an enclosing loop) -> stored back.

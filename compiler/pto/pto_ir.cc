@@ -77,6 +77,15 @@ std::string to_string(const RegType& type) {
   return "?";
 }
 
+void count_registers(const std::vector<Inst>& body, std::map<int, int>& occurrences) {
+  for (const Inst& inst : body) {
+    for_each_read(inst, [&](int r) { ++occurrences[r]; });
+    if (inst.dst >= 0) ++occurrences[inst.dst];
+    count_registers(inst.body, occurrences);
+    count_registers(inst.else_body, occurrences);
+  }
+}
+
 bool pure_scalar(const Inst& inst, const Unit& unit) {
   switch (inst.op) {
     case Opcode::kMov: case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul:

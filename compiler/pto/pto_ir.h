@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -149,6 +150,21 @@ struct Unit {
 // Dtypes the emitter handles in tiles, tensors and windows: f32, f16, bf16,
 // i8, i16, i32, i64, u8 (bool is not supported yet). f16 and bf16 tiles are
 // only moved, converted (tcvt) and multiplied (tmatmul).
+// f(reg) for each register `inst` reads: its operands and their region
+// offsets, not the instructions nested in it.
+template <class F>
+void for_each_read(const Inst& inst, F&& f) {
+  for (const Operand& o : inst.args) {
+    if (o.kind == Operand::kReg) f(o.reg);
+    for (const Operand& x : o.index)
+      if (x.kind == Operand::kReg) f(x.reg);
+  }
+}
+
+// Adds how often each register occurs (read or defined) in `body`, nested
+// instructions included.
+void count_registers(const std::vector<Inst>& body, std::map<int, int>& occurrences);
+
 // A scalar instruction whose only effect is its destination register and that
 // cannot fail at run time (an integer div/rem only by a constant other than 0
 // and -1): code may move it past tile instructions that do not read its

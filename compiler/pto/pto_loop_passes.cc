@@ -15,31 +15,10 @@ constexpr size_t kMaxUnrolled = 256;  // instructions of one unrolled loop
 constexpr size_t kGrowth = 8;
 constexpr size_t kMinBudget = 2048;
 
-// f(reg) for each register `inst` reads (its operands and region offsets, not
-// its nested bodies).
-template <class F>
-void for_each_read(const Inst& inst, F&& f) {
-  for (const Operand& o : inst.args) {
-    if (o.kind == Operand::kReg) f(o.reg);
-    for (const Operand& x : o.index)
-      if (x.kind == Operand::kReg) f(x.reg);
-  }
-}
-
 size_t size_of(const std::vector<Inst>& body) {
   size_t n = 0;
   for (const Inst& inst : body) n += 1 + size_of(inst.body) + size_of(inst.else_body);
   return n;
-}
-
-// Occurrences (reads and definitions) of each register, recursively.
-void count(const std::vector<Inst>& body, std::map<int, int>& n) {
-  for (const Inst& inst : body) {
-    for_each_read(inst, [&](int r) { ++n[r]; });
-    if (inst.dst >= 0) ++n[inst.dst];
-    count(inst.body, n);
-    count(inst.else_body, n);
-  }
 }
 
 void defined(const std::vector<Inst>& body, std::set<int>& regs) {
@@ -96,7 +75,7 @@ int fresh(Unit& unit, int reg) {
 // body may give them registers of its own.
 std::vector<int> locals(const std::vector<Inst>& body, const std::map<int, int>& unit_counts) {
   std::map<int, int> in_body;
-  count(body, in_body);
+  count_registers(body, in_body);
   std::set<int> seen;
   std::vector<int> out;
   auto scan = [&](auto&& self, const std::vector<Inst>& insts, bool top) -> void {
@@ -115,7 +94,7 @@ std::vector<int> locals(const std::vector<Inst>& body, const std::map<int, int>&
 
 void rename_locals(std::vector<Inst>& copy, const std::vector<int>& regs, Unit& unit) {
   std::map<int, int> present;
-  count(copy, present);
+  count_registers(copy, present);
   for (int r : regs)
     if (present.count(r)) rename(copy, r, fresh(unit, r));
 }
@@ -126,7 +105,7 @@ void rename_locals(std::vector<Inst>& copy, const std::vector<int>& regs, Unit& 
 bool unswitch_at(std::vector<Inst>& body, size_t i, Unit& unit, size_t budget) {
   const Inst& loop = body[i];
   std::map<int, int> unit_counts;
-  count(unit.body, unit_counts);
+  count_registers(unit.body, unit_counts);
   std::set<int> written;
   defined(loop.body, written);
   written.insert(loop.dst);
@@ -158,7 +137,7 @@ bool unswitch_at(std::vector<Inst>& body, size_t i, Unit& unit, size_t budget) {
     // emitter's direct copies count on it).
     std::vector<int> own = locals(loop.body, unit_counts);
     std::map<int, int> in_loop;
-    count(loop.body, in_loop);
+    count_registers(loop.body, in_loop);
     if (unit_counts[loop.dst] == in_loop[loop.dst] + 1) own.push_back(loop.dst);
     std::vector<Inst> wrapped{std::move(else_loop)};
     rename_locals(wrapped, own, unit);
@@ -195,8 +174,8 @@ bool unroll_at(std::vector<Inst>& body, size_t i, Unit& unit, size_t budget) {
   if (n * static_cast<size_t>(trips) > kMaxUnrolled) return false;
   if (size_of(unit.body) + n * static_cast<size_t>(trips) > budget + n + 1) return false;
   std::map<int, int> unit_counts, in_loop;
-  count(unit.body, unit_counts);
-  count(loop.body, in_loop);
+  count_registers(unit.body, unit_counts);
+  count_registers(loop.body, in_loop);
   if (unit_counts[loop.dst] != in_loop[loop.dst] + 1) return false;  // read after the loop
   std::set<int> written;
   defined(loop.body, written);
