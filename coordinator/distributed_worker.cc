@@ -208,6 +208,7 @@ struct DistributedWorker::Build {
 struct DistributedWorker::WorkItem {
   std::shared_ptr<RunHandle::State> run;
   bool reset = false;  // RESET of the build's windows, else a dispatch or a RESIDENT
+  bool reset_first = false;  // a dispatch that zeroes the windows before it runs
   std::optional<wire::Resident> resident;
   Tensor resident_src;  // a write's bytes: this rank's part of the caller's tensor
   Tensor resident_dst;  // a read's destination: a view of the caller's tensor
@@ -744,7 +745,11 @@ RunHandle DistributedWorker::submit_locked(const DistributedCompiledProgram& pro
   const bool has_windows = !build.windows.empty();
   for (int r = 0; r < world_; ++r) {
     std::deque<WorkItem>& queue = impl_->queues[static_cast<size_t>(r)];
-    if (options.reset_windows && has_windows) {
+    const std::vector<const Dispatch*> dispatches = program.dispatches_of(r);
+    // The reset is collective: every rank takes part, in its first dispatch
+    // (no round trip of its own) or, without one, in a RESET.
+    const bool reset = options.reset_windows && has_windows;
+    if (reset && dispatches.empty()) {
       WorkItem item;
       item.run = state;
       item.reset = true;
@@ -752,10 +757,11 @@ RunHandle DistributedWorker::submit_locked(const DistributedCompiledProgram& pro
       ++state->pending;
     }
     uint64_t k = 0;
-    for (const Dispatch* dispatch : program.dispatches_of(r)) {
+    for (const Dispatch* dispatch : dispatches) {
       WorkItem item;
       item.run = state;
       item.dispatch = dispatch;
+      item.reset_first = reset && k == 0;
       item.index = k++;
       queue.push_back(item);
       ++state->pending;
@@ -920,6 +926,7 @@ void DistributedWorker::feed(int rank) {
   message.build = run.build->id;
   message.index = item.index;
   message.program = plan.program;
+  message.reset_windows = item.reset_first;
   std::vector<zmq::message_t> frames;
   for (size_t i = 0; i < plan.args.size(); ++i) {
     const HostArg& arg = plan.args[i];
@@ -982,7 +989,8 @@ void DistributedWorker::feed(int rank) {
   if (options.wait_timeout) message.run.wait_timeout_ms = static_cast<uint64_t>(options.wait_timeout->count());
   item.deadline = Clock::now() + dispatch_timeout + kDispatchSlack;
   pool.set_activity(rank, "dispatch d" + std::to_string(item.index) + " (program '" +
-                              plan.program + "')");
+                              plan.program + "')" +
+                              (item.reset_first ? ", after the reset of its windows" : ""));
   pool.send_work(rank, message, std::move(frames), item.request_id);
   log::debug("sent dispatch d{} of '{}' to rank {}", item.index, plan.program, rank);
   outstanding = std::move(item);

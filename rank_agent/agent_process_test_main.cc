@@ -245,10 +245,12 @@ void check_allreduce(int rank, wire::Decoded& message, uint64_t index, float sca
 
 // Sends one allreduce dispatch to every rank and checks y = x_0 + x_1 everywhere.
 std::map<int, wire::Decoded> run_allreduce(FakeCoordinator& coord, uint64_t index, float scale,
-                                           const wire::WireDfxOptions& dfx = {}) {
+                                           const wire::WireDfxOptions& dfx = {},
+                                           bool reset_windows = false) {
   for (int r = 0; r < kWorld; ++r) {
     wire::Dispatch d = allreduce_dispatch(index, row(r, scale));
     d.dfx = dfx;
+    d.reset_windows = reset_windows;
     const auto x = row(r, scale);
     std::vector<zmq::message_t> frames;
     frames.push_back(wire::frame_of({reinterpret_cast<const char*>(x.data()), x.size() * 4}));
@@ -342,6 +344,8 @@ TEST(PyptoRank, RunsTheSequenceAndShipsNothingTheSecondTime) {
     EXPECT_NE(std::find(body.dfx_files.begin(), body.dfx_files.end(), "deps.json"),
               body.dfx_files.end());
   }
+  // The same reset carried by the dispatch itself, as pypto-coord sends it.
+  run_allreduce(coord, 2, 2.0f, {}, /*reset_windows=*/true);
 
   coord.send_all(wire::Shutdown{});
   const SubprocessResult result = job.wait();

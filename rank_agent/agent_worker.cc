@@ -502,14 +502,9 @@ void AgentWorker::reset(const ResetJob& job) {
                    3};
   } else {
     try {
-      // Resident tensors living in a window are data, not scratch: kept.
-      std::map<int, size_t> kept;
-      for (const auto& [window, id] : it->second->occupants)
-        kept[static_cast<int>(window)] = residents_.at(id).data.nbytes();
-      it->second->windows->reset(kept);
+      zero_windows(*it->second);
       ready.ok = true;
     } catch (const std::exception& e) {
-      dirty_ = true;
       ready.error = {where() + ": RESET of build '" + job.build + "': " + e.what(),
                      exit_code_of(e) == ExitCode::kFail ? 1 : 3};
     }
@@ -519,6 +514,19 @@ void AgentWorker::reset(const ResetJob& job) {
   out.message = ready;
   out.request_id = job.request_id;
   post(std::move(out));
+}
+
+void AgentWorker::zero_windows(Build& build) {
+  try {
+    // Resident tensors living in a window are data, not scratch: kept.
+    std::map<int, size_t> kept;
+    for (const auto& [window, id] : build.occupants)
+      kept[static_cast<int>(window)] = residents_.at(id).data.nbytes();
+    build.windows->reset(kept);
+  } catch (...) {
+    dirty_ = true;  // the ranks may have met in one barrier and not in the other
+    throw;
+  }
 }
 
 void AgentWorker::dispatch(DispatchJob& job) {
@@ -536,6 +544,8 @@ void AgentWorker::dispatch(DispatchJob& job) {
                        "' names build '" + d.build +
                        "', which this agent has not prepared (no READY ok for it)");
     Build& build = *it->second;
+    // Its errors name the "window reset" (WindowSet::reset).
+    if (d.reset_windows) zero_windows(build);
 
     std::vector<ParamInfo> params;
     std::vector<Tensor> tensors;

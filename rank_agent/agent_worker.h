@@ -160,6 +160,9 @@ class AgentWorker {
   void post(WorkerOutput output);
   void prepare(PrepareJob& job);
   void reset(const ResetJob& job);
+  // Zeroes `build`'s windows (collective), keeping the resident tensors that
+  // live in them: a RESET, or a DISPATCH's reset_windows.
+  void zero_windows(Build& build);
   void dispatch(DispatchJob& job);
   void resident(ResidentJob& job);
   // The box a kResident dispatch argument names, a view of the part this agent holds.

@@ -39,7 +39,7 @@ void serialize(Archive& ar, PhaseTiming& timing) {
 namespace pypto::wire {
 
 // Bump on ANY change of a message's fields, order or meaning.
-inline constexpr uint32_t kProtocolVersion = 5;
+inline constexpr uint32_t kProtocolVersion = 6;
 inline constexpr char kMagic[4] = {'P', 'P', 'T', 'O'};
 // Bytes 0..11 of frame 0: magic, version (u32 LE), sender rank (i32 LE). Frozen for
 // every protocol version, so a peer of any version can be named and refused.
@@ -322,9 +322,13 @@ struct Dispatch {
   std::vector<DispatchArg> args;
   WireDfxOptions dfx;
   WireRunOptions run;
+  // Zero the build's windows first, as a RESET would (collective over every
+  // rank): the first dispatch of a run carries it, which saves the RESET's own
+  // round trip; a rank without dispatches in the run gets a RESET.
+  bool reset_windows = false;
   template <class Archive>
   void serialize(Archive& ar) {
-    ar(build, index, program, args, dfx, run);
+    ar(build, index, program, args, dfx, run, reset_windows);
   }
   bool operator==(const Dispatch&) const = default;
 };

@@ -94,6 +94,8 @@ TEST(ProtocolTest, EveryMessageRoundTripsWithItsPayloads) {
   dispatch.run.dispatch_timeout_ms = 60000;
   dispatch.run.wait_timeout_ms = 10000;
   expect_round_trip(dispatch, {std::string(16, 'x'), std::string(8, 'z')}, kCoordinatorRank);
+  dispatch.reset_windows = true;
+  expect_round_trip(dispatch, {std::string(16, 'x'), std::string(8, 'z')}, kCoordinatorRank);
 
   DispatchDone done;
   done.index = 5;
