@@ -383,9 +383,8 @@ class Emitter {
 
   // `body` is the group's members, in order (fusible_run).
   void fused(const std::vector<Inst>& body, int depth) {
-    const size_t begin = 0, end = body.size();
     int64_t rows = 0, cols = 0;
-    fusible(body[begin], rows, cols);
+    fusible(body.front(), rows, cols);
     const std::string id = "f" + std::to_string(++fused_);
     const std::string rc_text = std::to_string(rows) + ", " + std::to_string(cols);
     std::map<int, int> group_uses;
@@ -404,7 +403,7 @@ class Emitter {
       }
       if (def) defined.insert(r);
     };
-    for (size_t i = begin; i < end; ++i) {
+    for (size_t i = 0; i < body.size(); ++i) {
       const Inst& inst = body[i];
       for (const Operand& o : inst.args)
         if (o.kind == Operand::kReg && type(o.reg).is_tile()) touch(o.reg, false);
@@ -414,7 +413,7 @@ class Emitter {
     for (int r : order)
       if (defined.count(r) && (unit_uses_[r] > group_uses[r] || in_set.count(r))) back.push_back(r);
 
-    line(depth, "// fused: " + std::to_string(end - begin) + " instructions over [" + rc_text +
+    line(depth, "// fused: " + std::to_string(body.size()) + " instructions over [" + rc_text +
                     "] tiles, one pass");
     line(depth, "{");
     const int d1 = depth + 1;
@@ -426,7 +425,7 @@ class Emitter {
     };
     std::vector<Access> acc;
     std::map<size_t, size_t> access_of;  // instruction index -> acc index
-    for (size_t i = begin; i < end; ++i) {
+    for (size_t i = 0; i < body.size(); ++i) {
       const Inst& inst = body[i];
       if (!is_access(inst.op)) continue;
       const bool store = is_store(inst.op);
@@ -490,7 +489,7 @@ class Emitter {
     for (int r : order) decl += (decl.empty() ? "" : ", ") + v(r);
     line(d3, "typename S::V " + decl + ";");
     for (int r : in) line(d3, "pto::vld<S>(" + v(r) + ", " + at(r) + ");");
-    for (size_t i = begin; i < end; ++i) {
+    for (size_t i = 0; i < body.size(); ++i) {
       const Inst& inst = body[i];
       const auto& a = inst.args;
       line(d3, "// " + one_line(inst));
@@ -526,7 +525,7 @@ class Emitter {
           if (tile_operand(a[1]) && f32_tile(a[1].reg, rows, cols)) {
             b = v(a[1].reg);
           } else {
-            b = id + "_b" + std::to_string(i - begin);
+            b = id + "_b" + std::to_string(i);
             line(d3, "typename S::V " + b + ";");
             if (!tile_operand(a[1]))
               line(d3, "pto::vsplat<S>(" + b + ", " + as_float(a[1]) + ");");
@@ -547,7 +546,7 @@ class Emitter {
                       (any_remote ? "no mapped peer copy, strided columns or overlapping regions"
                                   : "strided columns or overlapping regions") +
                       ": one instruction at a time");
-      for (size_t i = begin; i < end; ++i) emit(body[i], d2);
+      for (const Inst& inst : body) emit(inst, d2);
       line(d1, "}");
     }
     line(depth, "}");

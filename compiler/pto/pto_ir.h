@@ -147,9 +147,6 @@ struct Unit {
   int find_reg(const std::string& name) const;
 };
 
-// Dtypes the emitter handles in tiles, tensors and windows: f32, f16, bf16,
-// i8, i16, i32, i64, u8 (bool is not supported yet). f16 and bf16 tiles are
-// only moved, converted (tcvt) and multiplied (tmatmul).
 // f(reg) for each register `inst` reads: its operands and their region
 // offsets, not the instructions nested in it.
 template <class F>
@@ -171,6 +168,9 @@ void count_registers(const std::vector<Inst>& body, std::map<int, int>& occurren
 // destination (the emitter's fused groups and direct copies).
 bool pure_scalar(const Inst& inst, const Unit& unit);
 
+// Dtypes the emitter handles in tiles, tensors and windows: f32, f16, bf16,
+// i8, i16, i32, i64, u8 (bool is not supported yet). f16 and bf16 tiles are
+// only moved, converted (tcvt) and multiplied (tmatmul).
 bool supported_dtype(DType dtype);
 bool half_dtype(DType dtype);  // f16, bf16
 
