@@ -990,7 +990,7 @@ void DistributedWorker::feed(int rank) {
   item.deadline = Clock::now() + dispatch_timeout + kDispatchSlack;
   pool.set_activity(rank, "dispatch d" + std::to_string(item.index) + " (program '" +
                               plan.program + "')" +
-                              (item.reset_first ? ", after the reset of its windows" : ""));
+                              (item.reset_first ? ", which first zeroes the windows" : ""));
   pool.send_work(rank, message, std::move(frames), item.request_id);
   log::debug("sent dispatch d{} of '{}' to rank {}", item.index, plan.program, rank);
   outstanding = std::move(item);
